@@ -574,3 +574,57 @@ def test_a_probe_of_no_more_rows_than_features_says_the_bound_once_per_metric(ti
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         wide.measure(model)
+
+
+def test_a_text_probe_tokenised_past_the_models_vocabulary_is_refused_in_one_line(tiny, tmp_path):
+    """A tokenizer of a larger vocabulary than the model's (another model's) died in on_train_begin with ~30 frames
+    ending in torch's bare IndexError; a dict probe of such ids was refused in one line. Texts are now refused as
+    they are, once tokenised, naming the tokenizer that does not match the model."""
+    from types import SimpleNamespace
+
+    from transformers import BertConfig, BertModel
+
+    from isotropy import IsotropyValueError
+    from isotropy.training import GeometryProbe, HFGeometryCallback
+
+    _, tokenizer, _ = tiny  # 19 tokens
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(vocab_size=10, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                 intermediate_size=32, max_position_embeddings=64)).eval()
+    texts = ["the cat sat", "the cat", "a dog ran on the mat", "the mat"]  # "a" is 10: past the model's 0..9
+    expected = (f"HFGeometryCallback: the probe's 'input_ids' must be below the model's 10 token embeddings (its "
+                f"vocabulary). Got 10 in text 2 ('a dog ran on the mat') from its tokenizer "
+                f"({type(tokenizer).__name__} {tokenizer.name_or_path!r} of 19 tokens) instead: the tokenizer is not the model's; pass the "
+                f"model's own tokenizer.")
+    callback = HFGeometryCallback(texts)
+    with pytest.raises(IsotropyValueError) as info:
+        callback.on_train_begin(None, SimpleNamespace(global_step=0), None, model=model, processing_class=tokenizer)
+    assert str(info.value) == expected
+    probe = GeometryProbe(texts).set_tokenizer(tokenizer)
+    with pytest.raises(IsotropyValueError) as info:
+        probe.measure(model)
+    assert str(info.value) == expected.replace("HFGeometryCallback", "GeometryProbe")
+    assert set(GeometryProbe(texts[:2] + ["the mat", "the cat sat on the mat"]).set_tokenizer(tokenizer).measure(model))
+
+
+@pytest.mark.parametrize(("caller", "hint"), [
+    ("HFGeometryCallback", ("pass tokenizer=... to HFGeometryCallback, or give it to the Trainer, "
+                            "Trainer(processing_class=tokenizer), where HFGeometryCallback finds it")),
+    ("LightningGeometryCallback", ("pass tokenizer=... to LightningGeometryCallback, or set it as the "
+                                   "LightningModule's tokenizer attribute (pl_module.tokenizer = tokenizer) or the "
+                                   "datamodule's (trainer.datamodule.tokenizer), where LightningGeometryCallback "
+                                   "finds it")),
+    ("GeometryProbe", "call GeometryProbe.set_tokenizer(tokenizer) first"),
+])
+def test_a_text_probe_without_a_tokenizer_names_each_way_to_give_one(tiny, caller, hint):
+    """'no tokenizer was found; pass tokenizer=...': in a Trainer the natural fix is Trainer(processing_class=...),
+    which the callback picks up; in Lightning the module's (or datamodule's) tokenizer attribute."""
+    from isotropy import IsotropyValueError, training
+
+    model, _, texts = tiny
+    made = getattr(training, caller)(texts)
+    probe = made if caller == "GeometryProbe" else made.probe
+    with pytest.raises(IsotropyValueError) as info:
+        probe.measure(model)
+    assert str(info.value) == (f"{caller}: the probe is a list of texts but no tokenizer was found; {hint} (or pass a "
+                               f"dict of encoded tensors as the probe).")

@@ -453,6 +453,26 @@ def _refuse_past_positions(mask, config, *, name, caller):
                              f"(row {row} has a real token at position {length - 1}) instead; cut them to {limit}.")
 
 
+def _vocabulary_size(tokenizer):
+    """The number of tokens ``tokenizer`` has (``len``, its added tokens counted), else ``None``."""
+    try:
+        size = len(tokenizer)
+    except Exception:  # noqa: BLE001 (a tokenizer-like object without a length)
+        return None
+    return size if isinstance(size, int) and size > 0 else None
+
+
+def _tokenizer_hint(caller):
+    """How the user of ``caller`` gives it a tokenizer: the argument, or where the callback looks for one."""
+    if caller.startswith("HF"):  # HFGeometryCallback, HFRegulariser: the Trainer's processing_class (or tokenizer)
+        return (f"pass tokenizer=... to {caller}, or give it to the Trainer, Trainer(processing_class=tokenizer), "
+                f"where {caller} finds it")
+    if caller.startswith("Lightning"):  # the LightningModule's tokenizer attribute, else the datamodule's
+        return (f"pass tokenizer=... to {caller}, or set it as the LightningModule's tokenizer attribute (pl_module.tokenizer = tokenizer) or "
+                f"the datamodule's (trainer.datamodule.tokenizer), where {caller} finds it")
+    return f"call {caller}.set_tokenizer(tokenizer) first"
+
+
 class _Rows:
     """Probe rows: texts (tokenised once per tokenizer) or encoded tensors; ``encode(rows)`` pads a batch.
 
@@ -495,7 +515,8 @@ class _Rows:
         """The :class:`~isotropy.models.batching.TokenRows` of the texts under the current tokenizer (made once)."""
         if self.tokenizer is None:
             raise IsotropyValueError(f"{self.caller}: the {self.name} is a list of texts but no tokenizer was found; "
-                                     f"pass tokenizer=... (or a dict of encoded tensors as the {self.name}).")
+                                     f"{_tokenizer_hint(self.caller)} (or pass a dict of encoded tensors as the "
+                                     f"{self.name}).")
         if self._tokens is not None and self._tokenised_by is self.tokenizer and self._tokenised_at != self.max_length:
             # another cut (fit: the model's positions) gives the same tokens when no row reached either cut
             longest = int(max(self._tokens.lengths, default=0))
@@ -517,13 +538,30 @@ class _Rows:
         past its table of embeddings (torch's bare IndexError in the forward pass) or rows longer than the positions
         it declares (:func:`_refuse_past_positions`: torch's bare size error).
         """
+        table = _embedding_rows(model)
         if self.texts is not None:
             from isotropy.models.loading import capped_max_length
 
             self.max_length = capped_max_length(self.asked, _model_config(model), self.tokenizer)
+            if self.tokenizer is not None and table is not None:  # (without one: refused when the texts are read)
+                # a tokenizer of a larger vocabulary than the model's (another model's): torch's bare IndexError
+                tokens = self._tokenised()
+                ids = tokens.values.get("input_ids")
+                if ids is not None and ids.size and int(ids.max()) >= table:
+                    at = int(np.argmax(ids >= table))
+                    row = int(np.searchsorted(tokens.offsets, at, side="right")) - 1
+                    text = self.texts[row]
+                    shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}..."
+                    tokenizer = type(self.tokenizer).__name__
+                    named = getattr(self.tokenizer, "name_or_path", "") or ""
+                    size = _vocabulary_size(self.tokenizer)
+                    raise IsotropyValueError(
+                        f"{self.caller}: the {self.name}'s 'input_ids' must be below the model's {table} token "
+                        f"embeddings (its vocabulary). Got {int(ids[at])} in text {row} ({shown}) from its tokenizer "
+                        f"({tokenizer}{f' {named!r}' if named else ''}{f' of {size} tokens' if size else ''}) instead: "
+                        f"the tokenizer is not the model's; pass the model's own tokenizer.")
         else:  # ids past the model's table of embeddings: torch's bare IndexError in the forward pass
             ids = self.encoded["input_ids"]
-            table = _embedding_rows(model)
             if table is not None and ids.numel() and int(ids.max()) >= table:
                 where = tuple(int(i) for i in (ids >= table).nonzero()[0])
                 raise IsotropyValueError(f"{self.caller}: the {self.name}'s 'input_ids' must be below the model's "
