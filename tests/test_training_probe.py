@@ -498,7 +498,8 @@ def test_a_metrics_warning_names_the_users_line(tiny, through):
     from isotropy.training import GeometryProbe
 
     model, tokenizer, texts = tiny
-    probe = GeometryProbe([texts[0]] * 4, metrics=["isoscore"], batch_size=8).set_tokenizer(tokenizer)
+    # 4 rows of 16 features: the span warning (a probe of one text 4 times, NaN and its warnings, is now refused)
+    probe = GeometryProbe(texts[:4], metrics=["isoscore"], batch_size=8).set_tokenizer(tokenizer)
 
     def callback():
         return probe.measure(model)
@@ -510,7 +511,9 @@ def test_a_metrics_warning_names_the_users_line(tiny, through):
         warnings.simplefilter("always")
         line = inspect.currentframe().f_lineno + 1
         values = callback() if through == "callback" else probe.measure(model)
-    assert values and all(math.isnan(v) for v in values.values())  # identical rows: no spread, NaN
+    assert values and all(math.isfinite(v) for v in values.values())
+    span = "GeometryProbe: the probe's 4 rows in 16 features span at most 3 dimensions"
+    assert [str(w.message).split(",")[0] for w in caught] == [span]
     assert caught and {(w.filename, w.lineno) for w in caught} == {(__file__, line)}
 
 
@@ -628,3 +631,37 @@ def test_a_text_probe_without_a_tokenizer_names_each_way_to_give_one(tiny, calle
         probe.measure(model)
     assert str(info.value) == (f"{caller}: the probe is a list of texts but no tokenizer was found; {hint} (or pass a "
                                f"dict of encoded tensors as the probe).")
+
+
+def test_a_probe_of_one_distinct_row_is_refused_when_built(tiny):
+    """["same text"] * 10 was taken and then logged NaN with two warnings that contradicted each other (blank texts
+    were already refused when built): a probe of fewer than 2 distinct texts (or rows of input_ids, their real
+    tokens) is one point, refused in one line with the counts; texts that differ but tokenise the same are refused
+    once tokenised."""
+    from isotropy import IsotropyValueError
+    from isotropy.training import GeometryProbe, HFGeometryCallback, LightningGeometryCallback
+
+    model, tokenizer, _ = tiny
+    for maker, caller in ((GeometryProbe, "GeometryProbe"), (HFGeometryCallback, "HFGeometryCallback"),
+                          (LightningGeometryCallback, "LightningGeometryCallback")):
+        with pytest.raises(IsotropyValueError) as info:
+            maker(["same text"] * 10)
+        assert str(info.value) == (f"The 'probe' parameter of {caller} must have at least 2 distinct texts. Got 10 "
+                                   f"texts, 1 distinct ('same text'), instead: their vectors are one point, whose "
+                                   f"geometry is undefined.")
+    ids = torch.tensor([[2, 5, 6, 3, 0], [2, 5, 6, 3, 9], [2, 5, 6, 3, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 0]])
+    with pytest.raises(IsotropyValueError) as info:
+        GeometryProbe({"input_ids": ids, "attention_mask": mask})
+    assert str(info.value) == ("The 'probe' parameter of GeometryProbe must have at least 2 distinct rows of input_ids. "
+                               "Got 3 rows of input_ids, 1 distinct, instead: their vectors are one point, whose "
+                               "geometry is undefined.")
+    mask[1, 4] = 1
+    assert GeometryProbe({"input_ids": ids, "attention_mask": mask}).n_rows == 3
+    probe = GeometryProbe(["the cat", "the  cat", "The cat"]).set_tokenizer(tokenizer)  # one row of tokens
+    with pytest.raises(IsotropyValueError) as info:
+        probe.measure(model)
+    assert str(info.value) == ("The 'probe' parameter of GeometryProbe must have at least 2 texts that tokenise "
+                               "differently. Got 3 texts (3 distinct) that its tokenizer makes one row of tokens, "
+                               "instead: their vectors are one point, whose geometry is undefined.")
+    assert GeometryProbe(["same text"] * 9 + ["other text"]).n_rows == 10  # repeats beside another text: taken

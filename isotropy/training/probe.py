@@ -481,8 +481,9 @@ class _Rows:
     encoded tensors), by which :class:`GeometryProbe` orders its batches.
     """
 
-    def __init__(self, probe, *, name, caller, max_length):
+    def __init__(self, probe, *, name, caller, max_length, distinct=False):
         self.caller, self.name, self.max_length, self.tokenizer = caller, name, max_length, None
+        self.distinct = distinct  # at least 2 distinct rows (a probe: one vector's geometry is undefined)
         self.asked = max_length  # the user's max_length; max_length: it cut to the model's positions (fit)
         # the tokenised texts, and the tokenizer and max_length that made them
         self._tokens, self._tokenised_by, self._tokenised_at = None, None, None
@@ -510,6 +511,24 @@ class _Rows:
             raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least 3 {rows}. "
                                      f"Got {n} instead.")
         self.n_rows = n
+        if distinct:
+            self._refuse_one_row()
+
+    def _refuse_one_row(self):
+        """Refuse rows that are all the same (texts, or the real tokens of encoded rows): they are one vector, whose
+        geometry is undefined (a probe of one text ten times logged NaN with two warnings that contradicted each
+        other)."""
+        if self.texts is not None:
+            text = self.texts[0]
+            n_distinct, rows = len(set(self.texts)), "texts"
+            shown = f" ({text!r})" if len(text) <= 40 else f" ({text[:40]!r}...)"
+        else:  # the real tokens of each row (padding may differ)
+            ids = self.encoded["input_ids"].masked_fill(self.encoded["attention_mask"].eq(0), -1)
+            n_distinct, rows, shown = int(torch.unique(ids, dim=0).shape[0]), "rows of input_ids", ""
+        if n_distinct < 2:
+            raise IsotropyValueError(f"The '{self.name}' parameter of {self.caller} must have at least 2 distinct "
+                                     f"{rows}. Got {self.n_rows} {rows}, {n_distinct} distinct{shown}, instead: their "
+                                     f"vectors are one point, whose geometry is undefined.")
 
     def _tokenised(self):
         """The :class:`~isotropy.models.batching.TokenRows` of the texts under the current tokenizer (made once)."""
@@ -526,6 +545,11 @@ class _Rows:
             tokens = tokenize_texts(self.tokenizer, self.texts, max_length=self.max_length)
             refuse_empty_rows(tokens, self.texts, name=self.name, caller=self.caller, tokenizer_of="its tokenizer")
             _refuse_special_only(tokens, self.texts, self.tokenizer, name=self.name, caller=self.caller)
+            if self.distinct and len(distinct_sequences(tokens)[0]) < 2:  # other texts, one row of tokens
+                raise IsotropyValueError(
+                    f"The '{self.name}' parameter of {self.caller} must have at least 2 texts that tokenise "
+                    f"differently. Got {self.n_rows} texts ({len(set(self.texts))} distinct) that its tokenizer "
+                    f"makes one row of tokens, instead: their vectors are one point, whose geometry is undefined.")
             self._tokens, self._tokenised_by, self._tokenised_at = tokens, self.tokenizer, self.max_length
         return self._tokens
 
@@ -661,7 +685,7 @@ class GeometryProbe:
                  max_length=_MAX_LENGTH, prefix="geometry", shrinkage_sample=None, zeta=_ZETA, caller="GeometryProbe"):
         self.caller = caller
         self.max_length = int(check_scalar(max_length, "max_length", caller=caller, kind=numbers.Integral, low=1))
-        self.rows = _Rows(probe, name="probe", caller=caller, max_length=self.max_length)
+        self.rows = _Rows(probe, name="probe", caller=caller, max_length=self.max_length, distinct=True)
         self.n_rows = self.rows.n_rows
         self.shrinkage_rows = None if shrinkage_sample is None else _Rows(
             shrinkage_sample, name="shrinkage_sample", caller=caller, max_length=self.max_length)
