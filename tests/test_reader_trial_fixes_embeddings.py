@@ -93,3 +93,62 @@ def test_a_key_on_a_parquet_table_of_numbers_says_to_leave_it_out(tmp_path):
                                          r"table: leave it out\.$"):
         read_embeddings(tmp_path / "i.parquet", key="a")
     assert read_embeddings(tmp_path / "i.parquet")[0].shape == (5, 3)
+
+
+def _glove_table(n=12, d=50):
+    """A GloVe-like table: ``d`` float columns ``d0``..., as a user's pandas frame of vectors holds them."""
+    return pd.DataFrame(_low_rank(n=n, d=d), columns=[f"d{i}" for i in range(d)])
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_a_text_column_of_a_parquet_table_is_refused_as_in_csv(tmp_path, suffix, capsys):
+    """A 'pos' column inserted as the 11th of a Parquet table of 50 features was read as the row names, and the file
+    measured without a word, while the same table as .csv was refused: both are refused alike now."""
+    from isotropy.cli import main
+
+    frame = _glove_table()
+    frame.insert(10, "pos", ["NOUN", "VERB", "ADJ"] * 4)
+    path = tmp_path / f"x{suffix}"
+    frame.to_parquet(path) if suffix == ".parquet" else frame.to_csv(path, index=False)
+    place = "row 0" if suffix == ".parquet" else "line 2"
+    message = (f"Cannot read embeddings from {str(path)!r}: column 'pos' is not numeric ('NOUN' on {place}); "
+               f"expected numbers in every column but the row names.")
+    with pytest.raises(ValueError) as caught:
+        read_embeddings(path)
+    assert str(caught.value) == message
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", str(path), "--metrics", "isoscore"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"Error: {message}\n"
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_a_trailing_string_label_column_is_refused_pointing_at_label_column(tmp_path, suffix):
+    """A trailing 'label' column of strings in a Parquet table was dropped silently (one of integers was refused
+    with a hint); refused now as a non-numeric column, with the hint, in both formats."""
+    frame = _glove_table()
+    frame["label"] = ["pos", "neg", "neg"] * 4
+    path = tmp_path / f"x{suffix}"
+    frame.to_parquet(path) if suffix == ".parquet" else frame.to_csv(path, index=False)
+    place = "row 0" if suffix == ".parquet" else "line 2"
+    with pytest.raises(ValueError) as caught:
+        read_embeddings(path)
+    assert str(caught.value) == (
+        f"Cannot read embeddings from {str(path)!r}: column 'label' is not numeric ('pos' on {place}); expected "
+        f"numbers in every column but the row names; give the labels with --labels {path} --label-column label "
+        f"(label_column= in Python), which also leaves the column out of the features.")
+    read, names = read_embeddings(path, label_column="label")
+    np.testing.assert_allclose(read, frame.drop(columns="label").to_numpy(), rtol=1e-12)
+    assert names is None
+
+
+def test_a_first_string_column_of_a_parquet_table_still_names_the_rows(tmp_path):
+    frame = _glove_table()
+    frame.insert(0, "word", [f"w{i}" for i in range(12)])
+    frame["label"] = ["pos", "neg", "neg"] * 4
+    frame.to_parquet(tmp_path / "x.parquet")
+    read, names = read_embeddings(tmp_path / "x.parquet", label_column="label")
+    assert read.shape == (12, 50) and names[:2] == ["w0", "w1"]
+    # beside a column of vectors a text column anywhere still names the rows
+    pd.DataFrame({"vector": list(read), "word": names}).to_parquet(tmp_path / "v.parquet")
+    assert read_embeddings(tmp_path / "v.parquet")[1] == names

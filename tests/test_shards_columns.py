@@ -82,9 +82,10 @@ def test_columns_of_vectors_compare_the_column_name_and_layouts_do_not_mix(tmp_p
 
 
 def test_matching_shards_still_read_other_columns_aside(tmp_path):
-    # the same vector columns: read as before, whatever else a shard holds (ids, words) and whatever key selects
+    # the same vector columns: read as before, whatever else a shard holds (ids, words) and whatever key selects;
+    # the words first, as row names (a text column after the features is refused, as in a .csv file)
     names = ["f0", "f1", "f2"]
-    per_feature = _write(tmp_path / "f", [_columns(X[:30], names).append_column("word", pa.array(["w"] * 30)),
+    per_feature = _write(tmp_path / "f", [_columns(X[:30], names).add_column(0, "word", pa.array(["w"] * 30)),
                                           _columns(X[30:], names)])
     np.testing.assert_array_equal(read_shards(per_feature).compute(), X)
     assert isotropy.isoscore(read_shards(per_feature)) == pytest.approx(isotropy.isoscore(X), rel=1e-10)

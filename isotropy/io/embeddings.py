@@ -134,7 +134,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         file (its cells as written: a name ``NA``, ``nan``, ``null`` or ``None`` is that string,
         not a missing value; quotes are text in a tab-separated file, which has no quoting
         convention, so GloVe's word ``"`` is that word, while a comma-separated file keeps CSV
-        quoting) or string column of a ``.parquet`` file; ``None`` when the file has none. The first
+        quoting), the first column of a ``.parquet`` table of one feature per column when it holds
+        strings (a string column elsewhere is refused, as in a ``.csv`` file), or the string column
+        beside a ``.parquet`` column of vectors; ``None`` when the file has none. The first
         column of a ``.csv``/``.tsv`` file without a header is row names also when it holds exactly
         the row numbers 0..n-1 or 1..n, as ``DataFrame.to_csv(header=False)`` writes them; so is the
         first column of a ``.csv``/``.tsv`` file with a header, or of a ``.parquet`` table of one
@@ -155,7 +157,8 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         The file does not exist.
     IsotropyValueError
         Unknown extension, unreadable or corrupt file, not exactly 2-d, non-numeric values, an
-        ambiguous or unknown ``key``; a line of a ``.csv``/``.tsv`` file with more or fewer fields
+        ambiguous or unknown ``key``, a non-numeric column but the row names (naming the column and
+        a value; a ``.parquet`` column of strings too, which is not dropped); a line of a ``.csv``/``.tsv`` file with more or fewer fields
         than the first (a trailing delimiter), or an empty field (``1,,3``), named by its line:
         pandas would read them as NaN. A missing value is written ``nan``. A null among the numbers
         of a ``.parquet`` file (a missing value; pandas' ``to_parquet`` writes a NaN so), named by
@@ -1191,7 +1194,12 @@ def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
             row = int(np.flatnonzero(bad.to_numpy())[0])
             place = f"line {row + line_offset}" if line_offset is not None else f"row {row}"
             where = f" ({_quoted(values.iloc[row])} on {place})"
-        raise _fail(path, f"column {_quoted(column)} is not numeric{where}", "numbers in every column but the row names")
+        expected = "numbers in every column but the row names"
+        if is_label_header(_header_name(column), of_features=True):  # a 'label' column of strings: where it goes
+            expected += (f"; give the labels with --labels {shlex.quote(str(path))} --label-column "
+                         f"{shlex.quote(_header_name(column))} (label_column= in Python), which also leaves the "
+                         f"column out of the features")
+        raise _fail(path, f"column {_quoted(column)} is not numeric{where}", expected)
 
 
 def _quoted(value) -> str:
@@ -1263,14 +1271,9 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
     text_columns = [c for c in rest.columns
                     if not pd.api.types.is_numeric_dtype(rest[c]) and not _is_list_column(rest[c])]
     names = None
-    if len(text_columns) == 1:
-        names = rest[text_columns[0]].astype(str).tolist()
-    elif text_columns and text_columns[0] == rest.columns[0]:
-        # several text columns: the first column, a text one, is the row names (as in a .csv); the error below
-        # names the text column after it, not the row names
-        text_columns = text_columns[:1]
-        names = rest[text_columns[0]].astype(str).tolist()
-    if vector_columns:
+    if vector_columns:  # beside a column of vectors, a text column anywhere names the rows ("vector", "word")
+        if len(text_columns) == 1 or (text_columns and text_columns[0] == rest.columns[0]):
+            names = rest[text_columns[0]].astype(str).tolist()
         column = df[vector_columns[0]]
         if column.isna().any():
             raise _fail(path, f"column {str(vector_columns[0])!r} has a missing vector on row "
@@ -1287,14 +1290,23 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
         if with_columns:
             return _as_matrix(X, path), names, ((str(vector_columns[0]),), True)
         return _as_matrix(X, path), names
-    numeric = rest.drop(columns=text_columns if names is not None else [])
+    # A table of one feature per column is read as a .csv table is (_read_table): a text column first names the
+    # rows, and one anywhere else is refused by _check_numeric_columns, not taken as the row names (a 'pos' column
+    # inserted as the 11th, or a trailing 'label' of strings, was dropped without a word while the .csv was refused)
+    _refuse_texts(rest, path, header=True)
+    # df.reset_index().to_parquet(path): a first column of row ids, "index" or "id", is no feature
+    ids = rest.shape[1] > 0 and rest.columns[0] == df.columns[0] and is_row_id_header(rest.columns[0]) and \
+        _is_row_ids(rest, path, line_offset=None)
+    numeric = rest.iloc[:, 1:] if ids else rest
+    if text_columns and numeric.shape[1] and text_columns[0] == numeric.columns[0]:
+        # the text column first, or right after the row ids: df.reset_index() of a frame with a column of words
+        names = numeric.iloc[:, 0].astype(str).tolist()
+        numeric = numeric.iloc[:, 1:]
+    elif ids:
+        names = [str(int(v)) for v in rest.iloc[:, 0].tolist()]
     if numeric.shape[1] == 0:
         raise _fail(path, "there are no numeric columns and no column of vectors",
                     "numeric columns, or one column whose entries are vectors")
-    if numeric.shape[1] and numeric.columns[0] == df.columns[0] and is_row_id_header(numeric.columns[0]) and \
-            _is_row_ids(numeric, path, line_offset=None):  # df.reset_index().to_parquet(path): "index" or "id"
-        names = [str(int(v)) for v in numeric.iloc[:, 0].tolist()] if names is None else names
-        numeric = numeric.iloc[:, 1:]
     _refuse_label_columns(numeric, path, None if label_column is None else _header_name(label_column))
     _check_numeric_columns(numeric, path, line_offset=None)
     X = numeric.to_numpy()
