@@ -152,3 +152,20 @@ def test_a_first_string_column_of_a_parquet_table_still_names_the_rows(tmp_path)
     # beside a column of vectors a text column anywhere still names the rows
     pd.DataFrame({"vector": list(read), "word": names}).to_parquet(tmp_path / "v.parquet")
     assert read_embeddings(tmp_path / "v.parquet")[1] == names
+
+
+@pytest.mark.parametrize(("first", "said"), [("0,1,2,3", "4 numbers at commas"),
+                                              ("0.5, 1.5, 2.5", "3 numbers at commas"),
+                                              ("the,0.1,0.2,0.3", "3 numbers at commas after a word")])
+def test_a_comma_separated_txt_file_is_said_to_be_one(tmp_path, first, said):
+    """A .csv saved as .txt was "expected a word vector ..., got '0,1,2,3'" and the command for sentences."""
+    path = tmp_path / "x.txt"
+    path.write_text(f"{first}\n{first}\n")
+    with pytest.raises(ValueError) as caught:
+        read_embeddings(path)
+    assert str(caught.value) == (f"{path}:1: expected a word vector '<word> <x1> ... <xd>' (a GloVe or word2vec text "
+                                 f"file), got {first!r}: it splits into {said}, so the file looks comma-separated; "
+                                 f"name it .csv to read it as a table.")
+    path.write_text("a fine, warm film\n")  # a sentence with a comma stays one
+    with pytest.raises(ValueError, match=r"got 'a fine, warm film'\. To embed sentences with a model"):
+        read_embeddings(path)

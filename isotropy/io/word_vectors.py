@@ -375,12 +375,22 @@ def _numbers(fields) -> bool:
     return True
 
 
-def _not_vectors(path, lineno, parts, sep: str = " ") -> IsotropyValueError:
+def _not_vectors(path, lineno, parts, sep: str = " ", first: bool = False) -> IsotropyValueError:
     """The error for a line that is no word vector at all (prose, a heading): what the file should be, and the
-    command for texts. ``sep``: what the line was split at (its tabs shown as such)."""
+    command for texts. ``sep``: what the line was split at (its tabs shown as such); ``first``: the line is the
+    first vector line, which, split into numbers at commas, says the file is a .csv under another name (tabs need no
+    such word: a line of numbers split at tabs is read, as a matrix or as word vectors)."""
     shown = sep.join(parts)[:60]
-    return IsotropyValueError(f"{path!s}:{lineno}: expected a word vector '<word> <x1> ... <xd>' (a GloVe or word2vec "
-                              f"text file), got {shown!r}. To embed sentences with a model: isotropy measure --model "
+    expected = f"{path!s}:{lineno}: expected a word vector '<word> <x1> ... <xd>' (a GloVe or word2vec text file)"
+    fields = sep.join(parts).split(",")
+    numbers = fields if _numbers(fields) else fields[1:]
+    # a row of numbers, or a word and its numbers: a .csv saved as .txt was "got '0,1,2,3'" and the command for
+    # sentences, which it is not
+    if first and len(numbers) > 1 and _numbers(numbers):
+        return IsotropyValueError(f"{expected}, got {shown!r}: it splits into {len(numbers)} numbers at commas"
+                                  f"{'' if numbers is fields else ' after a word'}, so the file looks comma-separated; "
+                                  f"name it .csv to read it as a table.")
+    return IsotropyValueError(f"{expected}, got {shown!r}. To embed sentences with a model: isotropy measure --model "
                               f"NAME --texts FILE.")
 
 
@@ -492,7 +502,7 @@ def _read_text(path: Path, limit, encoding, opener=None):
                 if dim is None:
                     dim = len(parts) - 1
                     if dim == 0 or not _numbers(parts[1:]):  # a file of sentences is not word vectors: said here
-                        raise _not_vectors(path, lineno, parts, sep)
+                        raise _not_vectors(path, lineno, parts, sep, first=True)
                 if len(parts) - 1 != dim:
                     if not _numbers(parts[1:]):
                         raise _not_vectors(path, lineno, parts, sep)
