@@ -169,3 +169,29 @@ def test_a_comma_separated_txt_file_is_said_to_be_one(tmp_path, first, said):
     path.write_text("a fine, warm film\n")  # a sentence with a comma stays one
     with pytest.raises(ValueError, match=r"got 'a fine, warm film'\. To embed sentences with a model"):
         read_embeddings(path)
+
+
+def test_hidden_states_of_three_axes_are_refused_with_the_ways_to_make_rows(tmp_path, capsys):
+    """(batch, seq, dim) hidden states were "(select one layer or reshape to 2-d first)", which names no sequence
+    axis; the message gives the array's shape and the reshapes, with its own feature count, in one line."""
+    from isotropy.cli import main
+
+    path = tmp_path / "h.npy"
+    np.save(path, np.zeros((20, 16, 384), dtype=np.float32))
+    message = (f"Cannot read embeddings from {str(path)!r}: the array holds shape (20, 16, 384), 3-d; expected a 2-d "
+               f"array of shape (n_samples, n_features): reshape it first, e.g. flatten hidden states (batch, seq, "
+               f"dim) to (batch*seq, dim) with X.reshape(-1, 384), pool over the sequence with X.mean(axis=1), or "
+               f"pick one layer of (layers, n, dim) with X[layer].")
+    with pytest.raises(ValueError) as caught:
+        read_embeddings(path)
+    assert str(caught.value) == message
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", str(path), "--metrics", "isoscore"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"Error: {message}\n"
+    np.save(path, np.zeros((2, 3, 4, 5)))
+    with pytest.raises(ValueError) as caught:
+        read_embeddings(path)
+    assert str(caught.value).endswith("the array holds shape (2, 3, 4, 5), 4-d; expected a 2-d array of shape "
+                                      "(n_samples, n_features): reshape it first, e.g. make every vector a row with "
+                                      "X.reshape(-1, 5), or pick one layer or sample first.")

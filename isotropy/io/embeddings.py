@@ -337,10 +337,18 @@ def _as_matrix(arr, path) -> np.ndarray:
     arr = np.asarray(arr)
     if arr.dtype.kind not in "biuf":
         raise _fail(path, f"the array has dtype {arr.dtype}", "real numbers")
+    if arr.ndim > 2:
+        # most often hidden states saved as (batch, seq, dim), whose middle axis is the tokens: the ways to make rows
+        # of them, said with the array's own sizes (it was only "select one layer or reshape to 2-d first")
+        dim = arr.shape[-1]
+        ways = (f"flatten hidden states (batch, seq, dim) to (batch*seq, dim) with X.reshape(-1, {dim}), pool over "
+                f"the sequence with X.mean(axis=1), or pick one layer of (layers, n, dim) with X[layer]"
+                if arr.ndim == 3 else
+                f"make every vector a row with X.reshape(-1, {dim}), or pick one layer or sample first")
+        raise _fail(path, f"the array holds shape {arr.shape}, {arr.ndim}-d",
+                    f"a 2-d array of shape (n_samples, n_features): reshape it first, e.g. {ways}")
     if arr.ndim != 2:
-        hint = " (select one layer or reshape to 2-d first)" if arr.ndim > 2 else ""
-        raise _fail(path, f"the array has shape {arr.shape}, {arr.ndim}-d{hint}",
-                    "a 2-d array of shape (n_samples, n_features)")
+        raise _fail(path, f"the array has shape {arr.shape}, {arr.ndim}-d", "a 2-d array of shape (n_samples, n_features)")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise _fail(path, f"the array has shape {arr.shape}", "at least one row and one column")
     if arr.dtype.kind in "biu":
