@@ -340,6 +340,36 @@ def test_object_npy_refused_without_pickle(tmp_path):
         read_embeddings(tmp_path / "o.npy")
 
 
+_NPZ = "an .npz archive (a zip archive of .npy arrays, as np.savez writes)"
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"0,1,2\n0.5,1.5,2.5\n", f"it is text, not {_NPZ}"),
+    (b"", f"the file is empty, not {_NPZ}"),
+    (b"\x89HDF\r\n\x1a\n", f"it is an HDF5 file, not {_NPZ}"),
+    (b"\xff\xfd\x00\x01", f"it is binary data (it holds NUL bytes, which no text does), not {_NPZ}"),
+])
+def test_a_file_that_is_not_npz_says_what_it_is_not_pickled(tmp_path, content, reason):
+    # a CSV table named .npz was "not a readable .npz archive (This file contains pickled (object) data. ...)"
+    path = tmp_path / "t.npz"
+    path.write_bytes(content)
+    message = (f"Cannot read embeddings from {str(path)!r}: {reason}; expected a numeric .npz archive; name a file "
+               f"by its format (.csv, .tsv, .txt, .npy, ...).")
+    with pytest.raises(IsotropyValueError) as info:
+        read_embeddings(path)
+    assert str(info.value) == message
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+
+    result = CliRunner().invoke(cli, ["measure", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [f"Error: {message}"]
+    np.save(tmp_path / "a.npy", np.eye(2))  # a .npy named .npz is read still, as np.load reads it
+    path.write_bytes((tmp_path / "a.npy").read_bytes())
+    np.testing.assert_array_equal(read_embeddings(path)[0], np.eye(2))
+
+
 @pytest.mark.parametrize("content, reason", [
     (b"hello", "not a .npy file (it does not start with numpy's magic string \\x93NUMPY but with b'hello')"),
     (b"", "not a .npy file (the file is empty)"),

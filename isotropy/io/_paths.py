@@ -29,8 +29,8 @@ from pathlib import Path
 from isotropy._utils import jsontext
 from isotropy._utils.errors import IsotropyTypeError, IsotropyValueError
 
-__all__ = ["check_not_an_input", "check_regular_file", "npy_header", "npy_magic_problem", "npy_size_problem", "path_kind",
-           "read_bytes", "read_json", "read_text"]
+__all__ = ["check_not_an_input", "check_regular_file", "npy_header", "npy_magic_problem", "npy_size_problem", "npz_magic_problem",
+           "path_kind", "read_bytes", "read_json", "read_text"]
 
 
 def path_kind(path) -> str | None:
@@ -256,6 +256,36 @@ def npy_magic_problem(path) -> str | None:
         return "not a .npy file (it is a zip archive, as np.savez writes; a .npy is written by np.save)"
     return (f"not a .npy file (it does not start with numpy's magic string \\x93NUMPY but with "
             f"{head[:len(MAGIC_PREFIX)]!r})")
+
+
+def npz_magic_problem(path) -> str | None:
+    """``None`` when ``path`` starts as a zip archive or a ``.npy`` array (``np.load`` reads one named ``.npz``), or
+    cannot be opened (``np.load`` says why); else what the file is instead, e.g. ``"it is text, not an .npz archive
+    (a zip archive of .npy arrays, as np.savez writes)"``.
+
+    Checked before ``np.load``, which tries pickle on anything else and says the file "contains pickled (object)
+    data": wrong for a CSV table named ``.npz`` (a reader trial).
+    """
+    from numpy.lib.format import MAGIC_PREFIX
+
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError:
+        return None
+    if head.startswith((b"PK\x03\x04", MAGIC_PREFIX)):
+        return None
+    archive = "an .npz archive (a zip archive of .npy arrays, as np.savez writes)"
+    if not head:
+        return f"the file is empty, not {archive}"
+    kind = binary_kind(path)
+    if kind is None:
+        try:  # text, but for a character cut at the end of the bytes read
+            head.decode("utf-8") if len(head) < _SNIFF_BYTES else head[:-4].decode("utf-8", errors="strict")
+            kind = "text"
+        except UnicodeDecodeError:
+            return f"it is not {archive}: it starts with {head[:8]!r}"
+    return f"it is {kind}, not {archive}"
 
 
 def npy_header(handle) -> tuple[tuple, bool, object, int]:

@@ -36,7 +36,7 @@ from isotropy.io._archives import (
 from isotropy.io._delimited import file_quoting, table_quoting
 from isotropy.io._encoding import header_name as _header_name  # shared with read_labels' column=
 from isotropy.io._encoding import is_label_header, is_row_id_header, shorten
-from isotropy.io._paths import npy_magic_problem, npy_size_problem, path_kind
+from isotropy.io._paths import npy_magic_problem, npy_size_problem, npz_magic_problem, path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
 __all__ = ["EMBEDDING_EXTENSIONS", "read_embeddings"]
@@ -411,6 +411,9 @@ def _pick(path, arrays: dict, key, what: str):
 
 
 def _read_npz(path, key):
+    problem = npz_magic_problem(path)  # else numpy's "contains pickled (object) data" for a text file named .npz
+    if problem is not None:
+        raise _fail(path, problem, "a numeric .npz archive; name a file by its format (.csv, .tsv, .txt, .npy, ...)")
     try:
         archive = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001
