@@ -156,6 +156,7 @@ def test_a_first_string_column_of_a_parquet_table_still_names_the_rows(tmp_path)
 
 @pytest.mark.parametrize(("first", "said"), [("0,1,2,3", "4 numbers at commas"),
                                               ("0.5, 1.5, 2.5", "3 numbers at commas"),
+                                              ("0,1,2,", "3 numbers at commas"),  # a trailing comma
                                               ("the,0.1,0.2,0.3", "3 numbers at commas after a word")])
 def test_a_comma_separated_txt_file_is_said_to_be_one(tmp_path, first, said):
     """A .csv saved as .txt was "expected a word vector ..., got '0,1,2,3'" and the command for sentences."""

@@ -29,8 +29,8 @@ from pathlib import Path
 from isotropy._utils import jsontext
 from isotropy._utils.errors import IsotropyTypeError, IsotropyValueError
 
-__all__ = ["check_not_an_input", "check_regular_file", "npy_header", "npy_magic_problem", "npy_size_problem", "npz_magic_problem",
-           "path_kind", "read_bytes", "read_json", "read_text"]
+__all__ = ["check_not_an_input", "check_regular_file", "npy_header", "npy_magic_problem", "npy_size_problem",
+           "npz_magic_problem", "path_kind", "read_bytes", "read_json", "read_text"]
 
 
 def path_kind(path) -> str | None:

@@ -135,7 +135,8 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         not a missing value; quotes are text in a tab-separated file, which has no quoting
         convention, so GloVe's word ``"`` is that word, while a comma-separated file keeps CSV
         quoting), the first column of a ``.parquet`` table of one feature per column when it holds
-        strings (a string column elsewhere is refused, as in a ``.csv`` file), or the string column
+        strings (or the second, after a first column of row ids; a string column elsewhere is
+        refused, as in a ``.csv`` file), or the string column
         beside a ``.parquet`` column of vectors; ``None`` when the file has none. The first
         column of a ``.csv``/``.tsv`` file without a header is row names also when it holds exactly
         the row numbers 0..n-1 or 1..n, as ``DataFrame.to_csv(header=False)`` writes them; so is the
@@ -158,12 +159,12 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     IsotropyValueError
         Unknown extension, unreadable or corrupt file, not exactly 2-d, non-numeric values, an
         ambiguous or unknown ``key``, a non-numeric column but the row names (naming the column and
-        a value; a ``.parquet`` column of strings too, which is not dropped); a line of a ``.csv``/``.tsv`` file with more or fewer fields
-        than the first (a trailing delimiter), or an empty field (``1,,3``), named by its line:
-        pandas would read them as NaN. A missing value is written ``nan``. A null among the numbers
-        of a ``.parquet`` file (a missing value; pandas' ``to_parquet`` writes a NaN so), named by
-        its column and row; a NaN stored as a float is read as NaN. A first column under a
-        row-id header whose integers repeat one (see ``row_names``).
+        a value; a ``.parquet`` column of strings too, which is not dropped); a line of a
+        ``.csv``/``.tsv`` file with more or fewer fields than the first (a trailing delimiter), or an
+        empty field (``1,,3``), named by its line: pandas would read them as NaN. A missing value is
+        written ``nan``. A null among the numbers of a ``.parquet`` file (a missing value; pandas'
+        ``to_parquet`` writes a NaN so), named by its column and row; a NaN stored as a float is read
+        as NaN. A first column under a row-id header whose integers repeat one (see ``row_names``).
 
     Examples
     --------

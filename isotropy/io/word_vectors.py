@@ -382,7 +382,7 @@ def _not_vectors(path, lineno, parts, sep: str = " ", first: bool = False) -> Is
     such word: a line of numbers split at tabs is read, as a matrix or as word vectors)."""
     shown = sep.join(parts)[:60]
     expected = f"{path!s}:{lineno}: expected a word vector '<word> <x1> ... <xd>' (a GloVe or word2vec text file)"
-    fields = sep.join(parts).split(",")
+    fields = sep.join(parts).rstrip(",").split(",")  # (a trailing comma too)
     numbers = fields if _numbers(fields) else fields[1:]
     # a row of numbers, or a word and its numbers: a .csv saved as .txt was "got '0,1,2,3'" and the command for
     # sentences, which it is not
