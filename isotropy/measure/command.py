@@ -333,7 +333,9 @@ class _MeasureCommand(click.Command):
                    "written atomically, its folder created if missing; a symbolic link writes its target). '-' "
                    "writes the JSON to stdout and the table to stderr.")
 @click.option("--sample-size", callback=_parse_sample_size, default=None, metavar="N",
-              help="Measure a uniform random sample of N rows (without replacement) instead of all rows.")
+              help="Measure a uniform random sample of N rows (without replacement) instead of all rows (from a "
+                   "file, the rows sorted(numpy.random.default_rng(S).choice(n_rows, N, replace=False)), S the "
+                   "--random-state).")
 @click.option("--random-state", callback=_parse_random_state, default="0", show_default=True, metavar="S",
               help="Seed of the row sample and of randomised metrics.")
 @click.option("--metric", "distance", type=click.Choice(["euclidean", "cosine"]), default="euclidean",
