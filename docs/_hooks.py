@@ -289,23 +289,126 @@ def _run_compare(match) -> str:
     return _run_module(match.group(1)).compare_table(named)
 
 
-def render_claims(markdown: str, src_uri: str = "") -> str:
-    """Replace the claims markers of a page by the tables generated from the committed ``claims.json`` files."""
-    if "<!-- claims" not in markdown and "<!-- run-" not in markdown and "<!-- value:" not in markdown:
-        return markdown
-    markdown = _VALUE_MARKER.sub(_run_value, markdown)
+def _page_table(match) -> str:
     from isotropy.experiments._claims import markdown_table, read_claims
 
-    def page_table(match) -> str:
-        records = read_claims(_claims_file(match.group(1), match.group(2)))
-        return _claims_label(match.group(1), match.group(2), records) + "\n\n" + markdown_table(records)
+    records = read_claims(_claims_file(match.group(1), match.group(2)))
+    return _claims_label(match.group(1), match.group(2), records) + "\n\n" + markdown_table(records)
 
-    markdown = _CLAIMS_MARKER.sub(page_table, markdown)
-    markdown = _RUN_TABLE.sub(_run_table, markdown)
-    markdown = _RUN_COMPARE.sub(_run_compare, markdown)
-    if _CLAIMS_INDEX.search(markdown):
-        markdown = _CLAIMS_INDEX.sub(lambda _: _claims_index(), markdown)
+
+# So that the raw Markdown (GitHub, an editor, a terminal) reads with its numbers, a marker may carry its rendered
+# text, which ``python docs/_hooks.py --fill`` writes: a value marker up to ``<!-- /value -->`` on its line
+# (``<!-- value: ... -->0.138<!-- /value -->``), a block marker up to its end marker alone on a later line
+# (``<!-- /claims -->``, ``<!-- /claims-index -->``, ``<!-- /run-table -->``, ``<!-- /run-compare -->``). The build
+# never reads that text: it renders every marker from the run records and replaces the marker and its text alike.
+def _span(marker: re.Pattern, end: str) -> re.Pattern:
+    """``marker`` with its filled text, if any: the text holds no ``<!--``, so that it never runs into the next
+    marker (a bare marker stays bare however many filled ones follow it)."""
+    if end == "value":
+        tail = r"(?:(?:(?!<!--)[^\n])*<!-- /value -->)?"
+    else:
+        tail = rf"(?:\n(?:(?!<!--)[\s\S])*?^<!-- /{end} -->[ \t]*$)?"
+    return re.compile(marker.pattern + tail, flags=marker.flags)
+
+
+# (marker, its text and end marker, end name, renderer); the blocks first, whose text then holds no value marker
+_KINDS = (
+    (_CLAIMS_MARKER, _span(_CLAIMS_MARKER, "claims"), "claims", _page_table),
+    (_RUN_TABLE, _span(_RUN_TABLE, "run-table"), "run-table", _run_table),
+    (_RUN_COMPARE, _span(_RUN_COMPARE, "run-compare"), "run-compare", _run_compare),
+    (_CLAIMS_INDEX, _span(_CLAIMS_INDEX, "claims-index"), "claims-index", lambda _: _claims_index()),
+    (_VALUE_MARKER, _span(_VALUE_MARKER, "value"), "value", _run_value),
+)
+FILL_COMMAND = "python docs/_hooks.py --fill"
+
+
+def _filled(marker: str, text: str, end: str) -> str:
+    """A marker followed by its rendered ``text`` and end marker: a value on the marker's line (it may sit in a
+    table cell), a block on lines of its own between blank lines (so that GitHub renders its table)."""
+    if end != "value":
+        return f"{marker}\n\n{text.strip(chr(10))}\n\n<!-- /{end} -->"
+    if "\n" in text or "<!--" in text or "|" in text:
+        raise ValueError(f"value marker {marker!r}: its text {text!r} holds a newline, '|' or '<!--', which its line "
+                         f"(a table cell, say) cannot carry")
+    return f"{marker}{text}<!-- /value -->"
+
+
+def _replace(pattern: re.Pattern, end: str, render, mode: str):
+    """The ``re.sub`` function of one marker kind: the rendered text (``mode="render"``), the marker with it and its
+    end marker (``"fill"``) or the marker alone (``"bare"``); the marker's own match goes to ``render``, as before."""
+    def replace(span) -> str:
+        marker = pattern.match(span.group(0))
+        if mode == "bare":
+            return marker.group(0)
+        text = render(marker)
+        return _filled(marker.group(0), text, end) if mode == "fill" else text
+
+    return replace
+
+
+def render_claims(markdown: str, src_uri: str = "", *, mode: str = "render") -> str:
+    """Replace the markers of a page (and any text filled after them) by the values and tables generated from the
+    committed run records; ``mode="fill"`` keeps each marker and writes its text after it, ``"bare"`` drops the text."""
+    if "<!-- claims" not in markdown and "<!-- run-" not in markdown and "<!-- value:" not in markdown:
+        return markdown
+    for pattern, span, end, render in _KINDS:
+        markdown = span.sub(_replace(pattern, end, render, mode), markdown)
     return markdown
+
+
+def stale_markers(markdown: str) -> list[tuple[int, str]]:
+    """``(line, marker)`` of every marker of a page whose filled text is missing or not what the records give now."""
+    stale = []
+    for pattern, span, end, render in _KINDS:
+        for found in span.finditer(markdown):
+            marker = pattern.match(found.group(0))
+            if found.group(0) != _filled(marker.group(0), render(marker), end):
+                stale.append((markdown.count("\n", 0, found.start()) + 1, marker.group(0)))
+    return sorted(stale)
+
+
+def filled_pages() -> list[Path]:
+    """The pages whose markers are filled: README.md and docs/**/*.md but the run outputs under docs/runs/."""
+    docs = REPO / "docs"
+    return [REPO / "README.md"] + sorted(p for p in docs.rglob("*.md") if p.relative_to(docs).parts[0] != "runs")
+
+
+def fill(pages=None) -> list[Path]:
+    """Write each page's rendered values after its markers, in place; the pages that changed (none on a rerun)."""
+    changed = []
+    for page in pages or filled_pages():
+        text = page.read_text(encoding="utf-8")
+        new = render_claims(text, mode="fill")
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            changed.append(page)
+    return changed
+
+
+def _shown(page: Path) -> Path:
+    """A page's path as the messages name it: from the repository's root where it lies in the repository."""
+    return page.relative_to(REPO) if REPO in page.parents else page
+
+
+def main(argv=None) -> int:
+    """``python docs/_hooks.py --fill [PAGE ...]``: fill the pages (all by default); ``--check``: list stale markers."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python docs/_hooks.py", description=main.__doc__)
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--fill", action="store_true", help="write the rendered values after the markers, in place")
+    action.add_argument("--check", action="store_true", help="list the markers whose filled text is missing or stale")
+    parser.add_argument("pages", nargs="*", type=Path, help="pages to fill or check (default: README.md, docs/**/*.md)")
+    args = parser.parse_args(argv)
+    pages = [page.resolve() for page in args.pages] or filled_pages()
+    if args.fill:
+        for page in fill(pages):
+            print(f"filled {_shown(page)}")
+        return 0
+    stale = [(page, line, marker) for page in pages for line, marker in stale_markers(page.read_text(encoding="utf-8"))]
+    for page, line, marker in stale:
+        print(f"{_shown(page)}:{line}: {marker} is not filled with its current value (run {FILL_COMMAND})")
+    return 1 if stale else 0
 
 
 def _inline(text) -> str:
@@ -394,3 +497,9 @@ def _claims_index() -> str:
     summary = f"{len(rows)} claims from {runs} `claims.json` files: {counts}.\n\n"
     header = "| claim | paper | model | ours | seeds | interval | verdict |\n|---|---|---|---|---|---|---|\n"
     return summary + header + "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

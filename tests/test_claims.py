@@ -172,7 +172,7 @@ def _section(text: str, heading: str) -> str:
 
 @pytest.mark.parametrize("page", EXPERIMENT_PAGES, ids=lambda p: p.stem)
 def test_paper_vs_ours_is_only_the_generated_table(page):
-    section = _section(page.read_text(encoding="utf-8"), "Paper vs ours")
+    section = _section(_typed(page), "Paper vs ours")
     assert section, f"{page.name} has no '## Paper vs ours' section"
     markers = _MARKER.findall(section)
     assert markers, f"{page.name}: the 'Paper vs ours' section has no <!-- claims: experiment/setup --> marker"
@@ -438,6 +438,12 @@ def _hooks():
     return hooks
 
 
+def _typed(page: Path) -> str:
+    """The page as typed: the text that ``python docs/_hooks.py --fill`` writes after each marker is generated from
+    the run records (tests/test_docs_values.py checks it), so the checks of typed numbers read the page without it."""
+    return _hooks().render_claims(page.read_text(encoding="utf-8"), mode="bare")
+
+
 def test_minutes_marker_gives_its_unit_and_never_zero_minutes():
     """``@minutes`` of a run under a minute rendered "0 min" (frozen-classification's Gemma run, 28 s by its run.json):
     under a minute it gives whole seconds, from a minute on the minutes with the SPEC; the unit is part of the value."""
@@ -515,7 +521,7 @@ def test_no_table_of_our_numbers_is_typed(page):
     that no command checks or rebuilds when the code or the run changes.
     """
     section, typed = "", []
-    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_typed(page).splitlines(), start=1):
         if line.startswith("## "):
             section = line.strip()
         if (line.startswith("|") and not line.startswith("|---") and re.search(r"\d\.\d", line)
@@ -549,7 +555,7 @@ def test_the_classifier_geometry_timings_are_read_from_the_committed_benchmark()
     committed bench.json of benchmarks/bench_classifier_geometry.py; a number of seconds typed there fails here."""
     hooks = _hooks()
     bench = json.loads((REPO / "docs" / "runs" / "classifier-geometry" / "benchmark" / "bench.json").read_text())
-    page = (REPO / "docs" / "experiments" / "classifier-geometry.md").read_text(encoding="utf-8")
+    page = _typed(REPO / "docs" / "experiments" / "classifier-geometry.md")
     section = _section(page, "Performance")
     typed = re.findall(r"\d+(?:\.\d+)? ?(?:s|ms|min)\b|\d+(?:\.\d+)?×", re.sub(r"<!-- value: [^>]* -->", "", section))
     assert typed == [], typed
@@ -568,7 +574,7 @@ def test_the_benchmarks_summary_is_read_from_committed_outputs():
     their rows with each verdict (the rule fixed in the script) and what ran (``--json``), committed under
     docs/runs/benchmarks/, and the summary is value markers of those files: a number typed there fails here."""
     hooks = _hooks()
-    page = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    page = _typed(REPO / "docs" / "benchmarks.md")
     summary = page[page.index("Summary."):page.index("\n## ")]
     typed = re.findall(r"\d+(?:\.\d+)? ?(?:s|ms|MiB)\b|\d+(?:\.\d+)?×|\b(?:not )?met\b(?! the)",
                        re.sub(r"<!-- value: [^>]* -->", "", summary))
@@ -651,7 +657,7 @@ def test_issue_20s_goals_are_read_from_committed_records(monkeypatch):
 
     common = load_benchmark("_common", monkeypatch)
     hooks = _hooks()
-    page = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    page = _typed(REPO / "docs" / "benchmarks.md")
     start = page.index("## Issue 20's goals, from committed runs")
     section = page[start:page.index("\n## ", start + 1)]
     typed = re.findall(r"\d+(?:\.\d+)? ?(?:s|ms|MiB|%)(?=[\s,;.)|])|\d+(?:\.\d+)?×|\b(?:not )?met\b(?! the| on| when)|"
