@@ -378,7 +378,7 @@ def test_value_markers_render_the_committed_numbers(tmp_path):
     assert f"It took {minutes.total_seconds() / 60:.1f} min (`run.json`)" in page
     rho = json.loads((REPO / "docs" / "runs" / "classifier-geometry" / "supersense" / "correlations.json").read_text())
     per_seed = [seed["spearman_rho"] for seed in rho["supersense"]["per_seed"].values()]
-    assert f"runs from\n{min(per_seed):.3f}".replace("-", "−") in page and f"{max(per_seed):+.3f}." in page
+    assert f"runs\nfrom {min(per_seed):.3f}".replace("-", "−") in page and f"{max(per_seed):+.3f}." in page
     with pytest.raises(KeyError, match="has no entry 'final.nothing'"):
         hooks.render_claims("<!-- value: classifier-geometry/supersense summary.json final.nothing .3f -->")
     with pytest.raises(ValueError, match="needs 'min:', 'max:' or 'mean:'"):
