@@ -7,6 +7,9 @@ which mkdocstrings' static analysis cannot find by itself.
 It also rewrites the reStructuredText bits of numpydoc docstrings (roles such as ``:func:``,
 ``.. math::`` blocks, ``.. [1]`` references) that the Markdown renderer would show verbatim.
 
+The numbers and result tables of the pages are markers rendered from the committed run records under docs/runs/;
+``python docs/_hooks.py --fill`` writes each rendered text after its marker too, so that the raw Markdown reads.
+
 """
 
 from __future__ import annotations
