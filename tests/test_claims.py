@@ -622,6 +622,7 @@ def test_value_markers_pick_entries_by_fields_not_places():
 
 # issue 20's committed records (docs/runs/benchmarks/NAME/FILE) and the script each comes from
 _ISSUE_20_RECORDS = {("neighbors", "kernels.json"): "bench_neighbors_floor", ("neighbors", "measure.json"): "bench_neighbors_floor",
+                     ("neighbors", "measure-200k.json"): "bench_neighbors_floor",
                      ("shards", "bench.json"): "bench_shards", ("gguf", "bench.json"): "bench_gguf",
                      ("measure-model", "bench.json"): "bench_measure_model", ("callbacks", "bench.json"): "bench_callbacks",
                      ("cost-notes", "bench.json"): "bench_cost_notes", ("dask", "bench.json"): "bench_dask"}
