@@ -185,7 +185,8 @@ def cluster_center(X, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1,
     n_clusters : int or "auto", default="auto"
         Number of K-means clusters. ``"auto"`` tries every k in ``k_range`` and keeps the one with the
         highest mean silhouette; when that silhouette is below ``min_silhouette`` the data is taken as
-        one cluster (plain centring), as Cai et al. do. ``1`` is plain centring.
+        one cluster (plain centring), as Cai et al. do, with a warning that gives the best k and its
+        silhouette. ``1`` is plain centring.
     k_range : (int, int), default=(2, 15)
         Inclusive range of k tried by ``"auto"`` (capped at ``n_samples - 1``, with a warning).
     min_silhouette : float, default=0.1
