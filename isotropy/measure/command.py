@@ -88,12 +88,37 @@ def _parse_metrics(ctx, param, value):
     names = [name.strip() for name in value.split(",") if name.strip()]
     if not names:
         raise click.BadParameter(f"got {value!r}; expected a comma-separated list of metric names.", ctx, param)
+    if ALL in names:  # every metric the input allows, resolved once the labels and Σ_S are known (_all_metrics)
+        if len(names) > 1:
+            raise click.BadParameter(f"got {value!r}; '{ALL}' names every metric: give it alone.", ctx, param)
+        return ALL
     from isotropy.metrics.table import check_metric_names
 
     try:
         return check_metric_names(names, caller="isotropy measure", name="--metrics")
     except ValueError as exc:
         raise click.BadParameter(str(exc), ctx, param) from None
+
+
+#: ``--metrics all``: every metric of the table that the input allows (a trial asked for it).
+ALL = "all"
+
+
+def _all_metrics(*, labels: bool, shrinkage: bool) -> list[str]:
+    """The metrics of ``--metrics all``, in table order, and a note on stderr naming those left out and why: the
+    cluster metrics without ``--labels``, ``isoscore_star`` without ``--shrinkage-sample`` (as the default table)."""
+    names, left = [], {}
+    for name, spec in METRICS.items():
+        if spec.needs_labels and not labels:
+            left.setdefault("they need --labels FILE", []).append(name)
+        elif name == "isoscore_star" and not shrinkage:
+            left.setdefault("without --shrinkage-sample it tracks the vector norms, not isotropy", []).append(name)
+        else:
+            names.append(name)
+    if left:
+        why = "; ".join(f"{', '.join(out)} ({reason})" for reason, out in left.items())
+        click.echo(f"Note: --metrics all: left out {why}.", err=True)
+    return names
 
 
 def _parse_shrinkage_sample(ctx, param, value):
@@ -321,7 +346,8 @@ class _MeasureCommand(click.Command):
               help=f"Comma-separated metrics (repeatable: the lists are joined). Default: {', '.join(DEFAULT)} (isoscore_star too with "
                    f"--shrinkage-sample), plus {', '.join(CLUSTER)} when --labels is given; with --model: "
                    f"{', '.join(m for m in DEFAULT_LAYER_METRICS if not METRICS[m].needs_labels)}, plus "
-                   f"{', '.join(m for m in DEFAULT_LAYER_METRICS if METRICS[m].needs_labels)} with --labels. Also: {', '.join(ON_REQUEST)}.")
+                   f"{', '.join(m for m in DEFAULT_LAYER_METRICS if METRICS[m].needs_labels)} with --labels. Also: {', '.join(ON_REQUEST)}. "
+                   f"'all': every metric the input allows.")
 @click.option("--shrinkage-sample", callback=_parse_shrinkage_sample, default=None, metavar="N|FILE",
               help="Σ_S of isoscore_star: the covariance of N rows drawn (seeded by --random-state) from all rows "
                    "of the input, or of the rows of FILE (an embeddings file of the same width); with --model, "
@@ -393,6 +419,8 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
     """
     if embeddings is not None and model_kwargs["model"] is not None:
         raise click.UsageError("give EMBEDDINGS or --model NAME with --texts FILE, not both.")
+    if metric_names == ALL:
+        metric_names = _all_metrics(labels=labels_path is not None, shrinkage=shrinkage_sample is not None)
     if label_column is not None and labels_path is None:
         raise click.UsageError("--label-column names a column of --labels FILE; give --labels too.")
     if label_column is not None:  # labels without columns (.npy, text): refused, as read_labels refuses them

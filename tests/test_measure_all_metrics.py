@@ -1,0 +1,40 @@
+"""`isotropy measure --metrics all`: every metric the input allows (a trial asked for it), the others named."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from click.testing import CliRunner
+
+from isotropy.cli import cli
+from isotropy.metrics.table import METRICS
+
+
+def _measure(*args):
+    return CliRunner().invoke(cli, ["measure", *map(str, args)])
+
+
+def test_all_measures_every_metric_the_input_allows_and_names_the_others(tmp_path):
+    X = np.random.default_rng(0).normal(size=(60, 5)).astype(np.float32)
+    np.save(tmp_path / "x.npy", X)
+    (tmp_path / "labels.txt").write_text("".join(f"{i % 3}\n" for i in range(60)))
+    result = _measure(tmp_path / "x.npy", "--metrics", "all", "--json", tmp_path / "a.json")
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "a.json").read_text())
+    clusters = [name for name, spec in METRICS.items() if spec.needs_labels]
+    assert list(record["values"]) == [name for name in METRICS if name not in clusters + ["isoscore_star"]]
+    assert (f"Note: --metrics all: left out isoscore_star (without --shrinkage-sample it tracks the vector norms, not "
+            f"isotropy); {', '.join(clusters)} (they need --labels FILE).") in result.stderr
+    result = _measure(tmp_path / "x.npy", "--metrics", "all", "--labels", tmp_path / "labels.txt",
+                      "--shrinkage-sample", "30", "--json", tmp_path / "b.json")
+    assert result.exit_code == 0, result.output
+    assert list(json.loads((tmp_path / "b.json").read_text())["values"]) == list(METRICS)
+    assert "--metrics all: left out" not in result.stderr
+
+
+def test_all_beside_other_names_is_refused(tmp_path):
+    np.save(tmp_path / "x.npy", np.eye(4, dtype=np.float32))
+    result = _measure(tmp_path / "x.npy", "--metrics", "all,isoscore")
+    assert result.exit_code == 2
+    assert "Invalid value for '--metrics': got 'all,isoscore'; 'all' names every metric: give it alone." in result.output
