@@ -548,6 +548,8 @@ def test_shell_completion_of_commands_experiments_and_option_values(tmp_path):
     assert _completions("isotropy run mini") == ["plain,minibatch-stability"]
     assert _completions("isotropy run --") == ["plain,--help"]
     assert _completions("isotropy measure x.npy --metrics iso") == ["plain,isoscore", "plain,isoscore_star"]
+    assert _completions("isotropy measure x.npy --metrics al") == ["plain,all"]  # alone: not after other names
+    assert "plain,isoscore,all" not in _completions("isotropy measure x.npy --metrics isoscore,")
     # the last name of the list is completed; the names already in it are not offered again
     assert _completions("isotropy measure x.npy --metrics isoscore,twonn_dimension,pa") == [
         "plain,isoscore,twonn_dimension,participation_ratio", "plain,isoscore,twonn_dimension,partition_isotropy"]

@@ -22,7 +22,8 @@ def complete_metrics(ctx, param, incomplete: str) -> list[CompletionItem]:
     done, _, last = incomplete.rpartition(",")
     typed = {part.strip() for part in done.split(",")}
     prefix = f"{done}," if done else ""
-    return [CompletionItem(prefix + name) for name in sorted(METRICS)
+    every = ["all"] if not done and "all".startswith(last.strip()) else []  # --metrics all: alone, so first only
+    return [CompletionItem(prefix + name) for name in every + sorted(METRICS)
             if name.startswith(last.strip()) and name not in typed]
 
 
