@@ -605,3 +605,32 @@ def test_a_metric_undefined_at_every_step_is_named_and_gaps_stay_gaps(tmp_path, 
     main(["plot", str(tmp_path), "--out", str(tmp_path / "figures"), "--format", "png", "--dpi", "40"])
     assert (tmp_path / "figures" / "geometry_isoscore.png").is_file()
     assert "Warning: rogue_dimension_share: every logged value is NaN" in capsys.readouterr().err
+
+
+def test_tensorboard_runs_written_into_one_folder_are_told_apart(tmp_path):
+    """A plain loop run twice with the same SummaryWriter folder writes two event files there: they were read as one
+    run restarted, the second run's step 0 replacing the first's without a word (a trial). Each event file is now a
+    session: one that starts at or before an earlier one's first step is a separate run, refused naming the files;
+    a restart that writes on from a later step is still the same run."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    folder = tmp_path / "tb"
+    for suffix, steps in ((".a", range(0, 32, 8)), (".b", range(0, 8, 8))):
+        with SummaryWriter(str(folder), filename_suffix=suffix) as writer:
+            for step in steps:
+                writer.add_scalar("geometry/isoscore/layer_1", 0.5 if suffix == ".a" else 0.25, step)
+    first, second = sorted(folder.glob("events.out.tfevents.*"), key=lambda p: p.name.endswith(".b"))
+    with pytest.raises(IsotropyValueError) as info:
+        read_geometry_log(folder)
+    assert str(info.value) == (
+        f"The directory {str(folder)!r} holds 2 TensorBoard runs ({first.name}, {second.name}), read as separate "
+        f"runs: name the one to read ({second.name}'s geometry starts at step 0, at or before {first.name}'s first "
+        f"step 0: a resumed run starts after it).")
+    assert _as_dict(read_geometry_log(first)) == {("isoscore", 1, s): 0.5 for s in range(0, 32, 8)}
+    second.unlink()
+    with SummaryWriter(str(folder), filename_suffix=".c") as writer:  # a restart from step 24: the same run
+        writer.add_scalar("geometry/isoscore/layer_1", 0.75, 24)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one folder: one run, restarted, without a warning
+        assert _as_dict(read_geometry_log(folder)) == {("isoscore", 1, 0): 0.5, ("isoscore", 1, 8): 0.5,
+                                                        ("isoscore", 1, 16): 0.5, ("isoscore", 1, 24): 0.75}

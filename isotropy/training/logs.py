@@ -159,12 +159,16 @@ def _separate_runs_error(path: Path, files: list[Path], rows: list) -> str | Non
     when each later folder's geometry starts after every earlier folder's first step (a resumed run logs into a new
     folder from the step it resumed at). Lightning makes a version folder for every script run: a crashed run's
     step 0 and a later run's steps were merged into one table."""
-    folders = list(dict.fromkeys(f.parent for f in files))
+    # TensorBoard: each event file is one writer's session, so two runs that wrote into one folder (a script run twice
+    # with the same SummaryWriter folder) are told apart too, where a restart of one run writes on from its step
+    lightning = files[0].suffix == ".csv"
+    unit = (lambda source: Path(source).parent) if lightning else Path
+    folders = list(dict.fromkeys(unit(f) for f in files))
     if len(folders) < 2:
         return None
     first = {}
     for *_, step, _value, source in rows:
-        folder = Path(source).parent
+        folder = unit(source)
         first[folder] = min(step, first.get(folder, step))
     folders = [f for f in folders if f in first]  # (a folder without a geometry value is no run of its own here)
     runs, clash = [], None
@@ -178,8 +182,12 @@ def _separate_runs_error(path: Path, files: list[Path], rows: list) -> str | Non
             clash = folder, earlier[0]
     if clash is None:
         return None
-    name = {folder: str(folder.relative_to(path)) for folder in folders}
-    kind = "Lightning" if files[0].suffix == ".csv" else "TensorBoard"
+    def shown(unit: Path) -> str:  # an event file by its folder where that folder holds no other, as a run's folder
+        alone = not lightning and unit.parent != path and sum(f.parent == unit.parent for f in folders) == 1
+        return str((unit.parent if alone else unit).relative_to(path))
+
+    name = {folder: shown(folder) for folder in folders}
+    kind = "Lightning" if lightning else "TensorBoard"
     shown = ", ".join(" resumed in ".join(name[f] for f in run) for run in runs)
     later, earlier = clash
     return (f"The directory {str(path)!r} holds {len(runs)} {kind} runs ({shown}), read as separate runs: name the "
