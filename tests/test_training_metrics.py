@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -663,3 +665,27 @@ def test_isoscore_star_at_zeta_one_of_a_single_row_is_that_of_sigma_s():
     assert torch.isnan(below(torch.tensor(row)))
     with pytest.raises(IsotropyValueError, match="at least 2 rows"):
         below.compute()
+
+
+@pytest.mark.parametrize(("cls", "rows", "need"), [("IsoScore", 1, 2), ("MeanCosine", 1, 2), ("EffectiveRank", 1, 2),
+                                                   ("TwoNNDimension", 2, 3)])
+def test_a_batch_value_it_cannot_define_is_nan_said_once(cls, rows, need):
+    """`metric(batch)` on an epoch's last batch of one row gave NaN without a word (a plain loop's trial), where
+    compute() on one row raises: NaN with one warning per metric, at the user's line; the rows still count."""
+    import warnings
+
+    from isotropy import training
+
+    X = torch.randn(40, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    metric = getattr(training, cls)()
+    assert math.isfinite(float(metric(X[:20])))
+    with pytest.warns(UserWarning) as caught:
+        assert math.isnan(float(metric(X[20:20 + rows])))
+    assert [(str(w.message), w.filename) for w in caught] == [(
+        (f"{cls}(batch) is NaN for a batch that does not define it alone ({rows} row{'' if rows == 1 else 's'}, fewer "
+        f"than the {need} it needs); its rows still count towards compute(). Later such batches are not warned of."),
+        __file__)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once
+        assert math.isnan(float(metric(X[30:30 + rows])))
+    assert math.isfinite(float(metric.compute()))

@@ -12,7 +12,7 @@ far the data sit from the origin. TwoNN is not a function of moments: it keeps t
 (``dist_reduce_fx="cat"``), optionally capped by a seeded uniform sample.
 
 ``metric(batch)`` (torchmetrics' ``forward``, the usual call in a Lightning step) adds the batch
-and returns the value of that batch alone: NaN when the batch alone does not define it (one row),
+and returns the value of that batch alone: NaN when the batch alone does not define it (one row; said once),
 while the rows still count towards ``compute``. Names, families and classes are listed once in
 :mod:`isotropy.metrics.table`; :func:`metric_from_name` builds a class from its table name.
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import warnings
 
 import numpy as np
@@ -196,6 +197,7 @@ class _MomentMetric(Metric):
                      allow_none=True)
         self.n_features = None if n_features is None else int(n_features)
         self._batch_value = False
+        self._said_undefined_batch = False  # (_undefined_batch: said once per metric)
         for name, shape in self._state_shapes(self.n_features or 0).items():
             self.add_state(name, default=torch.zeros(shape, dtype=torch.float64), dist_reduce_fx="cat")
 
@@ -384,10 +386,10 @@ class _MomentMetric(Metric):
         """``read()`` as a 0-dim float64 tensor on the metric's device; NaN for a batch value it cannot define."""
         try:
             value = read()
-        except IsotropyValueError:
+        except IsotropyValueError as exc:
             if not self._batch_value:
                 raise
-            value = math.nan
+            value = _undefined_batch(self, str(exc))
         return torch.tensor(float(value), dtype=torch.float64, device=self.device)
 
     def _from_accumulator(self, method, min_samples=2, **kwargs):
@@ -891,6 +893,7 @@ class TwoNNDimension(Metric):
         check_scalar(n_features, "n_features", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
         self.n_features = None if n_features is None else int(n_features)
         self._batch_value = False
+        self._said_undefined_batch = False
         check_scalar(max_samples, "max_samples", caller=caller, kind=numbers.Integral, low=3, allow_none=True)
         check_scalar(random_state, "random_state", caller=caller, kind=numbers.Integral, low=0, high=SEED_MAX)
         self.max_samples = None if max_samples is None else int(max_samples)
@@ -1010,7 +1013,9 @@ class TwoNNDimension(Metric):
         rows = self._cat(self.rows) if self._has_data() else None
         if rows is None or rows.shape[0] < 3:  # 1 or 2 rows: twonn_dimension's message named itself, not compute
             if self._batch_value:
-                return torch.tensor(math.nan, dtype=torch.float64, device=self.device)
+                n = 0 if rows is None else rows.shape[0]
+                return torch.tensor(_undefined_batch(self, f"TwoNNDimension.compute needs at least 3 rows. Got {n} "
+                                                           f"instead."), dtype=torch.float64, device=self.device)
             raise IsotropyValueError(f"TwoNNDimension.compute needs at least 3 rows; call update() with data first. "
                                      f"Got {0 if rows is None else rows.shape[0]} instead.")
         rows, _ = self._keep_smallest(rows, self._cat(self.keys))
@@ -1023,8 +1028,24 @@ class TwoNNDimension(Metric):
                 exc.args = (str(exc).replace("The 'X' parameter of TwoNNDimension.compute",
                                              "The rows given to TwoNNDimension.update"), *exc.args[1:])
                 raise
-            value = math.nan
+            value = _undefined_batch(self, str(exc))
         return torch.as_tensor(value, dtype=torch.float64, device=rows.device)
+
+
+def _undefined_batch(metric, why: str) -> float:
+    """NaN, the value of a batch that does not define ``metric`` alone (``metric(batch)``, torchmetrics' ``forward``),
+    said once per metric: a plain loop logging ``metric(batch)`` got NaN for an epoch's last batch of one row without a
+    word (a trial), where ``compute()`` on one row raises and the regularisers warn. ``why``: the error ``compute``
+    would raise on that batch alone, said as the batch's (its rows, not "call update() with data first")."""
+    if not metric._said_undefined_batch:
+        metric._said_undefined_batch = True
+        counted = re.search(r"needs at least (\d+) rows.* Got (\d+) instead", why)
+        reason = (f"{counted[2]} row{'' if counted[2] == '1' else 's'}, fewer than the {counted[1]} it needs" if counted
+                  else " ".join(why.split()))
+        warnings.warn(f"{type(metric).__name__}(batch) is NaN for a batch that does not define it alone ({reason}); "
+                      f"its rows still count towards compute(). Later such batches are not warned of.", UserWarning,
+                      stacklevel=user_stacklevel())
+    return math.nan
 
 
 def metric_from_name(name, *, n_features=None, **options):
