@@ -689,3 +689,30 @@ def test_a_batch_value_it_cannot_define_is_nan_said_once(cls, rows, need):
         warnings.simplefilter("error")  # said once
         assert math.isnan(float(metric(X[30:30 + rows])))
     assert math.isfinite(float(metric.compute()))
+
+
+@pytest.mark.parametrize("cls", ["IsoScore", "MeanCosine", "EffectiveRank", "TwoNNDimension"])
+def test_a_metric_on_the_meta_device_takes_the_device_of_its_first_batch(cls):
+    """Built under ``torch.device("meta")`` (a module's deferred init), update on CPU rows failed in torch's
+    "Tensor.item() cannot be called on meta tensors" (a trial); moved there after its rows, compute() did too."""
+    from isotropy import training
+
+    X = torch.randn(40, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    fresh = getattr(training, cls)()
+    fresh.update(X)
+    with torch.device("meta"):
+        metric = getattr(training, cls)()
+    metric.update(X)
+    assert metric.device == X.device and float(metric.compute()) == float(fresh.compute())
+    metric.reset()  # its defaults are on the batch's device too
+    metric.update(X)
+    assert float(metric.compute()) == float(fresh.compute())
+    moved = getattr(training, cls)()
+    moved.update(X)
+    moved.to("meta")
+    with pytest.raises(ValueError, match=rf"^{cls}: its states are on the 'meta' device, which holds no data; update it "
+                                         r"with rows on a real device \(a metric on the meta device takes the device "
+                                         r"of its next batch\)\.$"):
+        moved.compute()
+    moved.update(X)  # the rows moved there are gone; the next batch starts again on its device
+    assert float(moved.compute()) == float(fresh.compute())

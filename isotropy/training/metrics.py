@@ -75,12 +75,44 @@ def _as_rows(X, metric):
         return None
     given = X
     X = check_X(X, caller=caller, min_samples=1)
+    if metric.device.type == "meta" or _on_meta(metric):  # built under torch.device("meta") (a module's deferred
+        # init) or moved there: no data
+        _materialise(metric, X.device if X.device.type != "mps" else torch.device("cpu"))
     if getattr(metric, "_moments", True):  # float16 read as float32: judged in float16, as the functions judge a batch
         refuse_subnormal_as_given(given, X, caller=caller)  # (the cosine metrics judge rows, and measure them alike)
     device = X.device if X.device.type != "mps" else torch.device("cpu")
     if metric.device != device and not metric._has_data():
         metric.to(device)  # a fresh metric follows its input
     return X.detach().to(device=metric.device, dtype=torch.float64)
+
+
+def _on_meta(metric) -> bool:
+    """Whether ``metric``'s states are on the meta device, which holds shapes and no data."""
+    return any(isinstance(value, torch.Tensor) and value.is_meta for state in metric.metric_state.values()
+               for value in (state if isinstance(state, list) else [state]))
+
+
+def _refuse_meta(metric) -> None:
+    """Refuse to read the states of a metric moved to the meta device, whose rows are gone (``.item()`` there was
+    torch's bare "cannot be called on meta tensors")."""
+    if _on_meta(metric):
+        raise IsotropyValueError(f"{type(metric).__name__}: its states are on the 'meta' device, which holds no data; "
+                                 f"update it with rows on a real device (a metric on the meta device takes the device "
+                                 f"of its next batch).")
+
+
+def _materialise(metric, device) -> None:
+    """The states (and the defaults ``reset`` restores) of a metric on the meta device, made again, empty, on
+    ``device``: ``with torch.device("meta"): IsoScore()`` then ``update`` on CPU rows failed in torch's ".item() cannot
+    be called on meta tensors" (a trial), where the docs say the states live on the device of the first batch. Rows
+    moved to the meta device are gone (it holds no data), so nothing is lost that was still there."""
+    for name, default in list(metric._defaults.items()):
+        if isinstance(default, torch.Tensor):
+            metric._defaults[name] = torch.zeros(default.shape, dtype=default.dtype, device=device)
+            setattr(metric, name, metric._defaults[name].clone())
+        else:  # a list state (TwoNN's rows): empty
+            setattr(metric, name, [])
+    metric._device = torch.device(device)
 
 
 def _different_widths(name, widths) -> IsotropyValueError:
@@ -240,6 +272,7 @@ class _MomentMetric(Metric):
 
     # ------------------------------------------------------------------ states
     def _has_data(self):
+        _refuse_meta(self)
         return bool(self.n_samples.sum().item() > 0)
 
     def _width(self, state=None):
@@ -368,6 +401,7 @@ class _MomentMetric(Metric):
 
     def _all_rows(self, min_samples=2):
         """The merged part of every row seen (all processes after a sync); raises below ``min_samples`` rows."""
+        _refuse_meta(self)
         merged = self._merged(self._parts(self.metric_state)) if self._width() else None
         n = 0 if merged is None else int(merged["n_samples"].item())
         if n < min_samples:
@@ -917,6 +951,7 @@ class TwoNNDimension(Metric):
         return _keep_float64_states(self, fn, exclude_state, super()._apply)
 
     def _has_data(self):
+        _refuse_meta(self)
         return len(self.rows) > 0 if isinstance(self.rows, list) else self.rows.numel() > 0
 
     def _sync_dist(self, dist_sync_fn=None, process_group=None):
