@@ -26,7 +26,8 @@ def _error(*args):
     ("nonexist", ["--workers", "2"]),
     ("nonexist.npy", ["--workers", "2"]),
     ("nonexist", ["--scheduler", "tcp://127.0.0.1:1"]),
-], ids=["dir-workers", "dir", "workers", "npy-workers", "scheduler"])
+    ("nonexist", []),  # no extension: a folder of shards as likely as a file (it was "the embeddings file", a trial)
+], ids=["dir-workers", "dir", "workers", "npy-workers", "scheduler", "no-extension"])
 def test_a_missing_path_that_may_mean_shards_lists_what_is_accepted(tmp_path, name, options):
     given = str(tmp_path / "nonexist") + name[len("nonexist"):]
     assert _error(given, *options) == f"Error: The embeddings {given!r} do not exist; {ACCEPTED}"

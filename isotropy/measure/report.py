@@ -253,8 +253,10 @@ def _load_input(embeddings, labels_path, *, key, sample_size, random_state, need
     from isotropy.io.embeddings import missing_embeddings, read_embeddings
 
     given = str(embeddings)
-    if given.endswith(("/", os.sep)) and not os.path.lexists(given) and not Path(given).exists():
-        # a directory was meant (the separator): the command also reads shards, so every form it takes is named
+    if (given.endswith(("/", os.sep)) or not Path(given).suffix) and not os.path.lexists(given) \
+            and not Path(given).exists():
+        # a directory may have been meant (the separator, or no extension: a trial's missing folder of shards was
+        # named "the embeddings file" and the file formats alone): every form the command takes is named
         raise InputError(str(missing_embeddings(given)))
     # a sample reads only its rows from a memory-mapped .npy; all rows are read into memory once
     X, row_names = _guard(read_embeddings, embeddings, key=key, mmap_mode="r" if sample_size is not None else None,
