@@ -996,3 +996,10 @@ def test_a_word2vec_header_separated_by_a_tab_is_a_header(tmp_path):
     path.write_text("3\t3\nthe\t0.1\t0.2\t0.3\ncat\t0.4\t0.5\t0.6\n")  # the header's count is checked as before
     with pytest.raises(ValueError, match=r"has 2 word vectors but its header announces 3; expected a header"):
         read_word_vectors(path)
+
+
+def test_an_npz_archive_of_no_array_is_said_to_hold_none(tmp_path):
+    """np.savez() with no array starts with a zip's end record (PK\\x05\\x06), not a file header: it was called text."""
+    np.savez(tmp_path / "empty.npz")
+    with pytest.raises(IsotropyValueError, match=r": the \.npz archive holds no arrays; "):
+        read_embeddings(tmp_path / "empty.npz")

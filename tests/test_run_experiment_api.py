@@ -39,6 +39,11 @@ def test_run_experiment_refuses_as_the_command_does(tmp_path):
         run_experiment("classifier-geometri", results_dir=tmp_path)
     with pytest.raises(ValueError, match="updates"):
         run_experiment("classifier-geometry", "demo", updates=-1, results_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"^run_experiment got 'seeds' both in sets= and as seeds=: give each key "
+                                         r"once\.$"):  # as the command refuses --seeds with --set seeds=...
+        run_experiment("classifier-geometry", "demo", sets=["seeds=[5]"], seeds=[0], results_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"^run_experiment got 'updates' both in sets= and as a keyword"):
+        run_experiment("classifier-geometry", "demo", sets=["updates=7"], updates=3, results_dir=tmp_path)
     assert not any(tmp_path.iterdir())  # refused before anything was written
 
 
@@ -67,3 +72,21 @@ def test_an_unknown_option_that_names_a_config_key_points_at_set(args, line):
     done = subprocess.run([sys.executable, "-m", "isotropy", "run", "minibatch-stability", *args],
                           check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.strip() == line
+
+
+def test_an_unknown_option_near_a_flag_keeps_its_suggestion_and_a_list_key_gets_a_list():
+    """`--seed 0` was pointed at `--set seeds=0`, which is refused (seeds is a list with a flag of its own, --seeds:
+    a review); a list-valued key's one value is written as a list."""
+    import subprocess
+    import sys
+
+    def error(*args):
+        done = subprocess.run([sys.executable, "-m", "isotropy", "run", *args], check=False, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 2
+        return done.stderr.strip()
+
+    assert "Did you mean one of: '--seeds'" in error("classifier-geometry", "--seed", "0")
+    assert error("minibatch-stability", "--batch-sizes", "8") == (
+        "Error: No such option '--batch-sizes'; 'batch_sizes' is a config key: --set batch_sizes=[8] (see 'isotropy "
+        "run minibatch-stability --help')")

@@ -41,12 +41,14 @@ def test_a_usage_error_is_one_line_that_points_at_help(capsys):
 
 
 @pytest.mark.parametrize(("name", "suggestion"), [("gemma-3-27m", "gemma-3-270m"),
-                                                  ("all-MiniLM-L6-v3", "all-MiniLM-L6-v2"),  # as written
+                                                  ("all-MiniLM_L6-v2", "all-MiniLM-L6-v2"),  # as written
                                                   ("gema3-270M", "gemma-3-270m"),
                                                   ("some-org/unknown-model", None),
                                                   # other models, not typos (a trial was sent to them)
                                                   ("all-MiniLM-L12-v2", None), ("gemma-3-270m-it", None),
-                                                  ("paraphrase-MiniLM-L6-v2", None), ("gemma-3-1b", None)])
+                                                  ("paraphrase-MiniLM-L6-v2", None), ("gemma-3-1b", None),
+                                                  ("gemma-3-27b", None), ("google/gemma-3-27b-it", None),
+                                                  ("all-MiniLM-L6-v1", None), ("all-MiniLM-L6-v3", None)])
 def test_an_unknown_model_name_fails_fast_offline_with_the_accepted_forms(name, suggestion, monkeypatch):
     from isotropy.models.resolve import resolve_model
 

@@ -307,7 +307,8 @@ def test_lightning_versions_of_separate_runs_are_refused_in_one_line(tmp_path, c
     expected = (f"The directory {str(tmp_path)!r} holds 2 Lightning runs (lightning_logs/version_0 resumed in "
                 f"lightning_logs/version_1, lightning_logs/version_2), read as separate runs: name the one to read "
                 f"(lightning_logs/version_2's geometry starts at step 0, at or before lightning_logs/version_0's first "
-                f"step 0: a resumed run starts after it).")
+                f"step 0: a resumed run starts after it); to read a resumed run whole, move the other runs' logs out "
+                f"and name the directory again.")
     with pytest.raises(IsotropyValueError) as info:
         read_geometry_log(tmp_path)
     assert str(info.value) == expected

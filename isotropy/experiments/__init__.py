@@ -92,7 +92,14 @@ def run_experiment(name: str, setup: str | None = None, *, sets=(), seeds=None, 
     if seeds is not None:
         if isinstance(seeds, (int, str)):
             seeds = [seeds]
+        if "seeds" in overrides:
+            raise ValueError("run_experiment got seeds= and a 'seeds' keyword: give the seeds once.")
         overrides["seeds"] = list(seeds)
+    # a key given twice: the command refuses it (--seeds with --set seeds=...), and sets= silently won here
+    twice = sorted({str(item).partition("=")[0].strip() for item in sets} & set(overrides))
+    if twice:
+        raise ValueError(f"run_experiment got {', '.join(repr(key) for key in twice)} both in sets= and as "
+                         f"{'seeds=' if twice == ['seeds'] and seeds is not None else 'a keyword'}: give each key once.")
     config = experiment.config(setup, sets=sets, **overrides)
     return execute(experiment, config, results_dir=results_dir, setup=setup or experiment.default_setup,
                    device=device, threads=threads, resume=resume, data_dir=data_dir, quiet=quiet, plot=plot)

@@ -202,20 +202,25 @@ def make_command(experiment) -> click.Command:
         # '' (an unset shell variable, "$DATA") became null, and the run then asked for the option it was given
         params.append(click.Option([flag, _param_name(flag)], multiple=True, callback=_once(), metavar="VALUE",
                                    type=NonEmpty(click.STRING, expected="a value"), help=f"{help_text} (same as {same})"))
+    # keys with a flag of their own: an unknown option near one keeps click's "Did you mean '--seeds'?"
+    flagged = {"seeds", *(key.removesuffix("[]") for _, key, _ in experiment.shortcuts)}
+    keys = {key: is_list for key, is_list in _config_keys(experiment.config_model).items() if key not in flagged}
     return _ExperimentCommand(experiment.name, callback=callback, params=params, help=experiment.help,
                               short_help=experiment.help.split("\n")[0] if experiment.help else None,
-                              config_keys=_config_keys(experiment.config_model))
+                              config_keys=keys)
 
 
-def _config_keys(model, prefix: str = "") -> list[str]:
-    """Every key of the config model ``model``, nested ones dotted (``embeddings.model``)."""
+def _config_keys(model, prefix: str = "") -> dict[str, bool]:
+    """Every key of the config model ``model``, nested ones dotted (``embeddings.model``), and whether it takes a list."""
+    import typing
+
     from pydantic import BaseModel
 
-    keys = []
+    keys = {}
     for name, info in model.model_fields.items():
-        keys.append(prefix + name)
+        keys[prefix + name] = typing.get_origin(info.annotation) is list
         if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
-            keys += _config_keys(info.annotation, f"{prefix}{name}.")
+            keys.update(_config_keys(info.annotation, f"{prefix}{name}."))
     return keys
 
 
@@ -227,9 +232,9 @@ class _ExperimentCommand(click.Command):
     is answered with that key's ``--set``, with the value given after it when there is one.
     """
 
-    def __init__(self, *args, config_keys=(), **kwargs):
+    def __init__(self, *args, config_keys=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self._config_keys = list(config_keys)
+        self._config_keys = dict(config_keys or {})  # key: whether it takes a list
 
     def parse_args(self, ctx, args):
         given = list(args)  # (click's parser consumes the list it is given)
@@ -247,8 +252,11 @@ class _ExperimentCommand(click.Command):
                     value = given[at + 1]
                 if word == name or word.startswith(name + "="):
                     break
+            value = value or "VALUE"
+            if self._config_keys[key] and not value.startswith("["):  # a list's one value: --set key=[v] (YAML)
+                value = f"[{value}]"
             raise click.NoSuchOption(name, message=f"No such option '{name}'; '{key}' is a config key: --set "
-                                                   f"{key}={value or 'VALUE'}", ctx=ctx) from None
+                                                   f"{key}={value}", ctx=ctx) from None
 
     def _key_for(self, option: str) -> str | None:
         import difflib
@@ -260,6 +268,6 @@ class _ExperimentCommand(click.Command):
             leaf = key.rsplit(".", 1)[-1]
             if name in (key, leaf) or leaf.endswith("_" + name):
                 return key
-        close = difflib.get_close_matches(name, self._config_keys, n=1, cutoff=0.8)
+        close = difflib.get_close_matches(name, list(self._config_keys), n=1, cutoff=0.8)
         return close[0] if close else None
 

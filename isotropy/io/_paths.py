@@ -273,7 +273,9 @@ def npz_magic_problem(path) -> str | None:
             head = handle.read(_SNIFF_BYTES)
     except OSError:
         return None
-    if head.startswith((b"PK\x03\x04", MAGIC_PREFIX)):
+    # a zip's first record: a file's header, the end record of an archive of no member (np.savez() with no array:
+    # "the archive holds no arrays" is then said), or a spanned archive's marker
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08", MAGIC_PREFIX)):
         return None
     archive = "an .npz archive (a zip archive of .npy arrays, as np.savez writes)"
     if not head:

@@ -333,18 +333,21 @@ def _check_hub_name(model: str) -> None:
 def _may_be_a_typo_of(given: str, name: str) -> bool:
     """Whether the unknown model name ``given`` may be a misspelling of the packaged ``name``, not another model.
 
-    Names that differ in a number by more than a keystroke (all-MiniLM-L12-v2: another model, of 12 layers) or that
+    Names that differ in a number by more than a keystroke or in its unit (all-MiniLM-L12-v2: another model, of 12
+    layers; gemma-3-27b, of 27 billion parameters), in a version (all-MiniLM-L6-v1) or that
     are ``name`` with more words (gemma-3-270m-it: the instruction-tuned model, not the base one) are other models:
     "Did you mean
     'all-MiniLM-L6-v2'?" sent a trial's user to a model it had not asked for. Case, separators, a name cut short and
     letters elsewhere may be typos.
     """
-    numbers = [re.findall(r"\d+", text) for text in (given, name)]
+    # each number with its unit (27b is not 270m) and each version whole (all-MiniLM-L6-v1 is another model)
+    numbers = [re.findall(r"v\d+|\d+[a-z]?", text.lower()) for text in (given, name)]
     plain = [re.sub(r"[^0-9a-z]", "", text.lower()) for text in (given, name)]
     extended = plain[0] != plain[1] and (plain[0].startswith(plain[1]) or plain[0].endswith(plain[1]))
     truncated = plain[1].startswith(plain[0])  # all-minilm-l6: the name cut short, its numbers too
-    # a number one keystroke off (27m for 270m, v3 for v2) may be a typo; 12 layers for 6 is another model
-    near = len(numbers[0]) == len(numbers[1]) and all(_one_edit(a, b) for a, b in zip(*numbers))
+    # a number one keystroke off (27m for 270m) may be a typo; 12 layers for 6 is another model
+    near = len(numbers[0]) == len(numbers[1]) and all(
+        a == b or (not a.startswith("v") and not b.startswith("v") and _one_edit(a, b)) for a, b in zip(*numbers))
     return (near or truncated) and not extended
 
 

@@ -190,9 +190,13 @@ def _separate_runs_error(path: Path, files: list[Path], rows: list) -> str | Non
     kind = "Lightning" if lightning else "TensorBoard"
     shown = ", ".join(" resumed in ".join(name[f] for f in run) for run in runs)
     later, earlier = clash
+    # a run resumed over several folders has no one path of its own here: said how to read it whole (a review)
+    spread = any(len(run) > 1 for run in runs)
+    whole = ("; to read a resumed run whole, move the other runs' logs out and name the directory again" if spread
+             else "")
     return (f"The directory {str(path)!r} holds {len(runs)} {kind} runs ({shown}), read as separate runs: name the "
             f"one to read ({name[later]}'s geometry starts at step {first[later]}, at or before {name[earlier]}'s "
-            f"first step {first[earlier]}: a resumed run starts after it).")
+            f"first step {first[earlier]}: a resumed run starts after it){whole}.")
 
 
 # The largest trainer_state.json read (it is parsed whole): a 500,000-step run logging its loss every 10 steps and

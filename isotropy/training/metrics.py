@@ -87,9 +87,10 @@ def _as_rows(X, metric):
 
 
 def _on_meta(metric) -> bool:
-    """Whether ``metric``'s states are on the meta device, which holds shapes and no data."""
+    """Whether ``metric``'s states are on the meta device, which holds shapes and no data (a list state by its first
+    tensor: they share a device, and TwoNN's lists grow by one a batch, so a walk of them cost O(batches) an update)."""
     return any(isinstance(value, torch.Tensor) and value.is_meta for state in metric.metric_state.values()
-               for value in (state if isinstance(state, list) else [state]))
+               for value in (state[:1] if isinstance(state, list) else [state]))
 
 
 def _refuse_meta(metric) -> None:
