@@ -18,7 +18,7 @@ import click
 from isotropy._utils.click_types import BoundedInt, NonEmpty
 from isotropy._utils.errors import Terminated, debugging
 from isotropy._utils.install import install_command, missing_module_hint
-from isotropy.experiments._registry import EXPERIMENTS, load_experiment
+from isotropy.experiments._registry import EXPERIMENTS, load_experiment  # noqa: F401 - isotropy.cli.load_experiment
 from isotropy.experiments._registry import load_target as _load
 
 
@@ -73,7 +73,7 @@ class _ExperimentGroup(click.Group):
         try:
             from isotropy.experiments._command import make_command
 
-            return make_command(load_experiment(name))
+            return make_command(_load(EXPERIMENTS[name]))  # (this module's table: tests add to it)
         except ImportError as exc:  # a core install: the experiments need their extra (pydantic, torch, ...)
             # PyTorch's CPU command first where torch is missing too: the extra's bare torch pulls the CUDA build
             command = install_command("experiments", torch_missing=None)
@@ -218,7 +218,7 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
             raise ValueError(unfinished)
         with ResultsLock(lock_dir, purpose="plot") if lock_dir is not None else contextlib.nullcontext():
             try:
-                figures = load_experiment(experiment).plot(path)
+                figures = _load(EXPERIMENTS[experiment]).plot(path)
             except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
                 # a results file emptied ({}), nested without end or of another shape: a traceback from deep in the
                 # experiment's plot code before; said in one line (the error kept as a cause, for a bug of ours)
