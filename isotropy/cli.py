@@ -18,8 +18,15 @@ import click
 from isotropy._utils.click_types import BoundedInt, NonEmpty
 from isotropy._utils.errors import Terminated, debugging
 from isotropy._utils.install import install_command, missing_module_hint
-from isotropy.experiments._registry import EXPERIMENTS, load_experiment  # noqa: F401 - isotropy.cli.load_experiment
+from isotropy.experiments import _registry
+from isotropy.experiments._registry import EXPERIMENTS
 from isotropy.experiments._registry import load_target as _load
+
+
+def load_experiment(name: str):
+    """The :class:`~isotropy.experiments._runner.Experiment` record called ``name``, from this module's
+    :data:`EXPERIMENTS` (the registry's table, which tests extend here)."""
+    return _registry.load_experiment(name, experiments=EXPERIMENTS)
 
 
 class _LazyGroup(click.Group):
@@ -73,7 +80,7 @@ class _ExperimentGroup(click.Group):
         try:
             from isotropy.experiments._command import make_command
 
-            return make_command(_load(EXPERIMENTS[name]))  # (this module's table: tests add to it)
+            return make_command(load_experiment(name))
         except ImportError as exc:  # a core install: the experiments need their extra (pydantic, torch, ...)
             # PyTorch's CPU command first where torch is missing too: the extra's bare torch pulls the CUDA build
             command = install_command("experiments", torch_missing=None)
@@ -218,7 +225,7 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
             raise ValueError(unfinished)
         with ResultsLock(lock_dir, purpose="plot") if lock_dir is not None else contextlib.nullcontext():
             try:
-                figures = _load(EXPERIMENTS[experiment]).plot(path)
+                figures = load_experiment(experiment).plot(path)
             except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
                 # a results file emptied ({}), nested without end or of another shape: a traceback from deep in the
                 # experiment's plot code before; said in one line (the error kept as a cause, for a bug of ours)

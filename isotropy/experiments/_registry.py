@@ -27,11 +27,13 @@ def load_target(target: str):
     return getattr(importlib.import_module(module), attr)
 
 
-def load_experiment(name: str):
-    """The :class:`~isotropy.experiments._runner.Experiment` record called ``name``."""
-    if not isinstance(name, str) or name not in EXPERIMENTS:
+def load_experiment(name: str, *, experiments: dict | None = None):
+    """The :class:`~isotropy.experiments._runner.Experiment` record called ``name`` in ``experiments`` (default
+    :data:`EXPERIMENTS`; :mod:`isotropy.cli` passes its own, which tests extend)."""
+    experiments = EXPERIMENTS if experiments is None else experiments
+    if not isinstance(name, str) or name not in experiments:
         from isotropy._utils.suggest import did_you_mean
 
-        raise ValueError(f"Unknown experiment {name!r}; expected one of {', '.join(sorted(EXPERIMENTS))}."
-                         f"{did_you_mean(name, EXPERIMENTS)}")
-    return load_target(EXPERIMENTS[name])
+        raise ValueError(f"Unknown experiment {name!r}; expected one of {', '.join(sorted(experiments))}."
+                         f"{did_you_mean(name, experiments)}")
+    return load_target(experiments[name])

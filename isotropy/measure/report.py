@@ -253,8 +253,10 @@ def _load_input(embeddings, labels_path, *, key, sample_size, random_state, need
     from isotropy.io.embeddings import missing_embeddings, read_embeddings
 
     given = str(embeddings)
-    if (given.endswith(("/", os.sep)) or not Path(given).suffix) and not os.path.lexists(given) \
-            and not Path(given).exists():
+    from isotropy.io.word_vectors import PACKAGED_GLOVE
+
+    if (given.endswith(("/", os.sep)) or not Path(given).suffix) and given != PACKAGED_GLOVE \
+            and not os.path.lexists(given) and not Path(given).exists():
         # a directory may have been meant (the separator, or no extension: a trial's missing folder of shards was
         # named "the embeddings file" and the file formats alone): every form the command takes is named
         raise InputError(str(missing_embeddings(given)))
