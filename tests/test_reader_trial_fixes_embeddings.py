@@ -40,6 +40,19 @@ def test_a_first_column_that_is_not_the_row_numbers_stays_a_feature(tmp_path):
     np.testing.assert_allclose(read[:, 0], [0, 1, 2, 3, 5, 4])
 
 
+def _refused_alike(path, message, capsys):
+    """``read_embeddings(path)`` refuses with ``message``, and ``isotropy measure path`` says it as its one line."""
+    from isotropy.cli import main
+
+    with pytest.raises(ValueError) as caught:
+        read_embeddings(path)
+    assert str(caught.value) == message
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", str(path), "--metrics", "isoscore"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"Error: {message}\n"
+
+
 def _write_vectors(path, words, X):
     with open(path, "w") as handle:
         handle.writelines(f"{word} " + " ".join(f"{v:.6f}" for v in row) + "\n" for word, row in zip(words, X))
@@ -104,8 +117,6 @@ def _glove_table(n=12, d=50):
 def test_a_text_column_of_a_parquet_table_is_refused_as_in_csv(tmp_path, suffix, capsys):
     """A 'pos' column inserted as the 11th of a Parquet table of 50 features was read as the row names, and the file
     measured without a word, while the same table as .csv was refused: both are refused alike now."""
-    from isotropy.cli import main
-
     frame = _glove_table()
     frame.insert(10, "pos", ["NOUN", "VERB", "ADJ"] * 4)
     path = tmp_path / f"x{suffix}"
@@ -113,13 +124,7 @@ def test_a_text_column_of_a_parquet_table_is_refused_as_in_csv(tmp_path, suffix,
     place = "row 0" if suffix == ".parquet" else "line 2"
     message = (f"Cannot read embeddings from {str(path)!r}: column 'pos' is not numeric ('NOUN' on {place}); "
                f"expected numbers in every column but the row names.")
-    with pytest.raises(ValueError) as caught:
-        read_embeddings(path)
-    assert str(caught.value) == message
-    with pytest.raises(SystemExit) as exit_:
-        main(["measure", str(path), "--metrics", "isoscore"])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err == f"Error: {message}\n"
+    _refused_alike(path, message, capsys)
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
@@ -175,21 +180,13 @@ def test_a_comma_separated_txt_file_is_said_to_be_one(tmp_path, first, said):
 def test_hidden_states_of_three_axes_are_refused_with_the_ways_to_make_rows(tmp_path, capsys):
     """(batch, seq, dim) hidden states were "(select one layer or reshape to 2-d first)", which names no sequence
     axis; the message gives the array's shape and the reshapes, with its own feature count, in one line."""
-    from isotropy.cli import main
-
     path = tmp_path / "h.npy"
     np.save(path, np.zeros((20, 16, 384), dtype=np.float32))
     message = (f"Cannot read embeddings from {str(path)!r}: the array holds shape (20, 16, 384), 3-d; expected a 2-d "
                f"array of shape (n_samples, n_features): reshape it first, e.g. flatten hidden states (batch, seq, "
                f"dim) to (batch*seq, dim) with X.reshape(-1, 384), pool over the sequence with X.mean(axis=1), or "
                f"pick one layer of (layers, n, dim) with X[layer].")
-    with pytest.raises(ValueError) as caught:
-        read_embeddings(path)
-    assert str(caught.value) == message
-    with pytest.raises(SystemExit) as exit_:
-        main(["measure", str(path), "--metrics", "isoscore"])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err == f"Error: {message}\n"
+    _refused_alike(path, message, capsys)
     np.save(path, np.zeros((2, 3, 4, 5)))
     with pytest.raises(ValueError) as caught:
         read_embeddings(path)

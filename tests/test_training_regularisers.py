@@ -249,12 +249,9 @@ _STEP = (" This batch is the one of training step {step}; its rows are counted w
          "order the data loader gave them.")
 
 
-@pytest.mark.parametrize(("accumulation", "step"), [
-    (1, "global_step=1 (trainer.state.global_step as the step began)"),
-    (2, "global_step=0 (trainer.state.global_step as the step began), micro-batch 2 of 2"),
-])
-def test_hf_regulariser_names_the_training_step_of_an_all_padding_row(tmp_path, accumulation, step):
-    """The message named only "row 1" of the (shuffled) batch: a row the user cannot find in the dataset."""
+def _hf_trainer(tmp_path, texts, reg, *, blank=None, **training):
+    """A Trainer of a tiny BERT on ``texts`` (labels alternating, batches of 2 in order, 3 steps) with ``reg`` as its
+    loss and callback; ``blank``: the index of a row given an all-zero attention mask."""
     from transformers import (
         BertForSequenceClassification,
         BertTokenizerFast,
@@ -263,20 +260,29 @@ def test_hf_regulariser_names_the_training_step_of_an_all_padding_row(tmp_path, 
         TrainingArguments,
     )
 
-    from isotropy.training import HFRegulariser
-
     bert = make_tiny_bert(tmp_path / "bert", n_layers=1, hidden_size=16)
     tokenizer = BertTokenizerFast.from_pretrained(bert)
-    enc = tokenizer(TEXTS)
-    train = [{"input_ids": i, "attention_mask": [0] * len(m) if k == 3 else m, "labels": k % 2}
-             for k, (i, m) in enumerate(zip(enc["input_ids"], enc["attention_mask"]))]  # row 1 of the 2nd batch
-    reg = HFRegulariser("cosreg", weight=0.1)
+    enc = tokenizer(texts)
+    train = [{"input_ids": i, "attention_mask": [0] * len(m) if k == blank else m, "labels": k % 2}
+             for k, (i, m) in enumerate(zip(enc["input_ids"], enc["attention_mask"]))]
     args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, max_steps=3,
-                             gradient_accumulation_steps=accumulation, train_sampling_strategy="sequential",
-                             save_strategy="no", report_to=[], use_cpu=True, seed=0, disable_tqdm=True)
-    trainer = Trainer(model=BertForSequenceClassification.from_pretrained(bert, num_labels=2), args=args,
-                      train_dataset=train, processing_class=tokenizer, data_collator=DataCollatorWithPadding(tokenizer),
-                      compute_loss_func=reg, callbacks=[reg])
+                             train_sampling_strategy="sequential", save_strategy="no", report_to=[], use_cpu=True,
+                             seed=0, disable_tqdm=True, **training)
+    return Trainer(model=BertForSequenceClassification.from_pretrained(bert, num_labels=2), args=args,
+                   train_dataset=train, processing_class=tokenizer, data_collator=DataCollatorWithPadding(tokenizer),
+                   compute_loss_func=reg, callbacks=[reg])
+
+
+@pytest.mark.parametrize(("accumulation", "step"), [
+    (1, "global_step=1 (trainer.state.global_step as the step began)"),
+    (2, "global_step=0 (trainer.state.global_step as the step began), micro-batch 2 of 2"),
+])
+def test_hf_regulariser_names_the_training_step_of_an_all_padding_row(tmp_path, accumulation, step):
+    """The message named only "row 1" of the (shuffled) batch: a row the user cannot find in the dataset."""
+    from isotropy.training import HFRegulariser
+
+    reg = HFRegulariser("cosreg", weight=0.1)
+    trainer = _hf_trainer(tmp_path, TEXTS, reg, blank=3, gradient_accumulation_steps=accumulation)  # row 1, batch 2
     with pytest.raises(IsotropyValueError) as info:
         trainer.train()
     assert str(info.value) == _NO_TOKEN.format(caller="HFRegulariser") + _STEP.format(step=step)
@@ -530,28 +536,10 @@ def test_hf_regulariser_warning_in_a_trainer_names_the_users_train_line(tmp_path
     import inspect
     import warnings
 
-    from transformers import (
-        BertForSequenceClassification,
-        BertTokenizerFast,
-        DataCollatorWithPadding,
-        Trainer,
-        TrainingArguments,
-    )
-
     from isotropy.training import HFRegulariser
 
-    bert = make_tiny_bert(tmp_path / "bert", n_layers=1, hidden_size=16)
-    tokenizer = BertTokenizerFast.from_pretrained(bert)
-    enc = tokenizer(TEXTS[:5])
-    train = [{"input_ids": i, "attention_mask": m, "labels": k % 2}
-             for k, (i, m) in enumerate(zip(enc["input_ids"], enc["attention_mask"]))]  # batches of 2, 2 and 1
     reg = HFRegulariser("cosreg", weight=0.1, level="sentence")
-    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, max_steps=3,
-                             train_sampling_strategy="sequential", save_strategy="no", report_to=[], use_cpu=True,
-                             seed=0, disable_tqdm=True)
-    trainer = Trainer(model=BertForSequenceClassification.from_pretrained(bert, num_labels=2), args=args,
-                      train_dataset=train, processing_class=tokenizer, data_collator=DataCollatorWithPadding(tokenizer),
-                      compute_loss_func=reg, callbacks=[reg])
+    trainer = _hf_trainer(tmp_path, TEXTS[:5], reg)  # batches of 2, 2 and 1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         line = inspect.currentframe().f_lineno + 1
