@@ -182,11 +182,12 @@ def _separate_runs_error(path: Path, files: list[Path], rows: list) -> str | Non
             clash = folder, earlier[0]
     if clash is None:
         return None
-    def shown(unit: Path) -> str:  # an event file by its folder where that folder holds no other, as a run's folder
+
+    def named(unit: Path) -> str:  # an event file by its folder where that folder holds no other, as a run's folder
         alone = not lightning and unit.parent != path and sum(f.parent == unit.parent for f in folders) == 1
         return str((unit.parent if alone else unit).relative_to(path))
 
-    name = {folder: shown(folder) for folder in folders}
+    name = {folder: named(folder) for folder in folders}
     kind = "Lightning" if lightning else "TensorBoard"
     shown = ", ".join(" resumed in ".join(name[f] for f in run) for run in runs)
     later, earlier = clash

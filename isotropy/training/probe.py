@@ -468,8 +468,9 @@ def _tokenizer_hint(caller):
         return (f"pass tokenizer=... to {caller}, or give it to the Trainer, Trainer(processing_class=tokenizer), "
                 f"where {caller} finds it")
     if caller.startswith("Lightning"):  # the LightningModule's tokenizer attribute, else the datamodule's
-        return (f"pass tokenizer=... to {caller}, or set it as the LightningModule's tokenizer attribute (pl_module.tokenizer = tokenizer) or "
-                f"the datamodule's (trainer.datamodule.tokenizer), where {caller} finds it")
+        return (f"pass tokenizer=... to {caller}, or set it as the LightningModule's tokenizer attribute "
+                f"(pl_module.tokenizer = tokenizer) or the datamodule's (trainer.datamodule.tokenizer), where "
+                f"{caller} finds it")
     return f"call {caller}.set_tokenizer(tokenizer) first"
 
 
