@@ -79,8 +79,12 @@ def run_experiment(name: str, setup: str | None = None, *, sets=(), seeds=None, 
     >>> import tempfile
     >>> from isotropy.experiments import run_experiment
     >>> outcome = run_experiment("classifier-geometry", "demo", seeds=[0], updates=4, n_items=300,
-    ...                          results_dir=tempfile.mkdtemp(), device="cpu", quiet=True,
-    ...                          plot=False)  # doctest: +SKIP
+    ...                          results_dir=tempfile.mkdtemp(), device="cpu", threads=1, quiet=True,
+    ...                          plot=False)
+    >>> "| demo | 299 | 4 | 1 |" in outcome.report  # the command's table: setup, items, updates, seeds
+    True
+    >>> (outcome.results_dir / "claims.json").is_file()
+    True
     """
     from isotropy.experiments._registry import load_experiment
     from isotropy.experiments._runner import execute
