@@ -238,11 +238,13 @@ def suggest_name(value, choices: Iterable[str], renamed=None) -> str:
     target = (_RENAMED if renamed is None else renamed).get(value) if isinstance(value, str) else None
     if target in choices:
         return f" Did you mean {target!r}?"
-    if renamed is None and isinstance(value, str) and _plain(value):  # a metric's header in the tables (PR, I(W), erank) or its class
-        # name (ParticipationRatio): --metrics I_W got no suggestion, a trial
-        for same in (str.lower, _plain):  # as written first: IsoScore* is isoscore_star's, whose letters are IsoScore's
+    if renamed is None and isinstance(value, str) and _plain(value):
+        # a metric's header in the tables (PR, I(W), erank) or its class name (ParticipationRatio): --metrics I_W got
+        # no suggestion, a trial; as written first: IsoScore* is isoscore_star's, whose letters are IsoScore's
+        for same in (str.lower, _plain):
             for spec in _ROWS:
-                if spec.name in choices and same(value) in {same(spec.display_name), same(spec.torchmetric or "")} - {""}:
+                known = {same(spec.display_name), same(spec.torchmetric or "")} - {""}
+                if spec.name in choices and same(value) in known:
                     return f" Did you mean {spec.name!r}?"
     return did_you_mean(value, choices)
 

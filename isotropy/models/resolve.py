@@ -334,9 +334,8 @@ def _may_be_a_typo_of(given: str, name: str) -> bool:
     """Whether the unknown model name ``given`` may be a misspelling of the packaged ``name``, not another model.
 
     Names that differ in a number by more than a keystroke or in its unit (all-MiniLM-L12-v2: another model, of 12
-    layers; gemma-3-27b, of 27 billion parameters), in a version (all-MiniLM-L6-v1) or that
-    are ``name`` with more words (gemma-3-270m-it: the instruction-tuned model, not the base one) are other models:
-    "Did you mean
+    layers; gemma-3-27b, of 27 billion parameters), in a version (all-MiniLM-L6-v1) or that are ``name`` with more
+    words (gemma-3-270m-it: the instruction-tuned model, not the base one) are other models: "Did you mean
     'all-MiniLM-L6-v2'?" sent a trial's user to a model it had not asked for. Case, separators, a name cut short and
     letters elsewhere may be typos.
     """

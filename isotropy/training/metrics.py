@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 import warnings
 
 import numpy as np
@@ -406,8 +405,8 @@ class _MomentMetric(Metric):
         merged = self._merged(self._parts(self.metric_state)) if self._width() else None
         n = 0 if merged is None else int(merged["n_samples"].item())
         if n < min_samples:
-            raise IsotropyValueError(f"{type(self).__name__}.compute needs at least {min_samples} rows; call update() "
-                                     f"with data first. Got {n} instead.")
+            raise _TooFewRows(f"{type(self).__name__}.compute needs at least {min_samples} rows; call update() with "
+                              f"data first. Got {n} instead.", rows=n, need=min_samples)
         return merged
 
     def to_accumulator(self):
@@ -424,7 +423,7 @@ class _MomentMetric(Metric):
         except IsotropyValueError as exc:
             if not self._batch_value:
                 raise
-            value = _undefined_batch(self, str(exc))
+            value = _undefined_batch(self, _batch_reason(exc))
         return torch.tensor(float(value), dtype=torch.float64, device=self.device)
 
     def _from_accumulator(self, method, min_samples=2, **kwargs):
@@ -1049,9 +1048,8 @@ class TwoNNDimension(Metric):
         rows = self._cat(self.rows) if self._has_data() else None
         if rows is None or rows.shape[0] < 3:  # 1 or 2 rows: twonn_dimension's message named itself, not compute
             if self._batch_value:
-                n = 0 if rows is None else rows.shape[0]
-                return torch.tensor(_undefined_batch(self, f"TwoNNDimension.compute needs at least 3 rows. Got {n} "
-                                                           f"instead."), dtype=torch.float64, device=self.device)
+                reason = _too_few(0 if rows is None else rows.shape[0], 3)
+                return torch.tensor(_undefined_batch(self, reason), dtype=torch.float64, device=self.device)
             raise IsotropyValueError(f"TwoNNDimension.compute needs at least 3 rows; call update() with data first. "
                                      f"Got {0 if rows is None else rows.shape[0]} instead.")
         rows, _ = self._keep_smallest(rows, self._cat(self.keys))
@@ -1064,20 +1062,35 @@ class TwoNNDimension(Metric):
                 exc.args = (str(exc).replace("The 'X' parameter of TwoNNDimension.compute",
                                              "The rows given to TwoNNDimension.update"), *exc.args[1:])
                 raise
-            value = _undefined_batch(self, str(exc))
+            value = _undefined_batch(self, _batch_reason(exc))
         return torch.as_tensor(value, dtype=torch.float64, device=rows.device)
 
 
-def _undefined_batch(metric, why: str) -> float:
+class _TooFewRows(IsotropyValueError):
+    """``compute`` on fewer rows than the metric needs: ``rows`` seen, ``need`` wanted."""
+
+    def __init__(self, message, *, rows: int, need: int):
+        super().__init__(message)
+        self.rows, self.need = rows, need
+
+
+def _batch_reason(exc: IsotropyValueError) -> str:
+    """Why a batch alone defines no value, in the batch's words: its rows against those needed (not "call update()
+    with data first", which ``compute`` says), else the metric's own error."""
+    return _too_few(exc.rows, exc.need) if isinstance(exc, _TooFewRows) else " ".join(str(exc).split())
+
+
+def _too_few(rows: int, need: int) -> str:
+    return f"{rows} row{'' if rows == 1 else 's'}, fewer than the {need} it needs"
+
+
+def _undefined_batch(metric, reason: str) -> float:
     """NaN, the value of a batch that does not define ``metric`` alone (``metric(batch)``, torchmetrics' ``forward``),
-    said once per metric: a plain loop logging ``metric(batch)`` got NaN for an epoch's last batch of one row without a
-    word (a trial), where ``compute()`` on one row raises and the regularisers warn. ``why``: the error ``compute``
-    would raise on that batch alone, said as the batch's (its rows, not "call update() with data first")."""
+    said once per metric with ``reason`` (:func:`_batch_reason`): a plain loop logging ``metric(batch)`` got NaN for
+    an epoch's last batch of one row without a word (a trial), where ``compute()`` on one row raises and the
+    regularisers warn."""
     if not metric._said_undefined_batch:
         metric._said_undefined_batch = True
-        counted = re.search(r"needs at least (\d+) rows.* Got (\d+) instead", why)
-        reason = (f"{counted[2]} row{'' if counted[2] == '1' else 's'}, fewer than the {counted[1]} it needs" if counted
-                  else " ".join(why.split()))
         warnings.warn(f"{type(metric).__name__}(batch) is NaN for a batch that does not define it alone ({reason}); "
                       f"its rows still count towards compute(). Later such batches are not warned of.", UserWarning,
                       stacklevel=user_stacklevel())
