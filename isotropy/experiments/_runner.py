@@ -446,16 +446,6 @@ def _previous_meta(results_dir: Path) -> dict | None:
     return meta if isinstance(meta, dict) else None
 
 
-def _previous_config(results_dir: Path) -> dict | None:
-    """The config of the earlier run in ``results_dir`` (its run.json), or None where there is none or it is unreadable."""
-    try:
-        meta = _previous_meta(results_dir)
-    except ValueError:
-        return None
-    config = None if meta is None else meta.get("config")
-    return config if isinstance(config, dict) else None
-
-
 def _changed_settings(old: dict | None, new: dict, shown: int = 4) -> str:
     """``", which ran with updates=50 where this one has 20"``: the top-level settings whose values differ between the
     replaced run's config and this one's (at most ``shown``, then how many more); empty when they are the same or the
@@ -475,17 +465,20 @@ def _changed_settings(old: dict | None, new: dict, shown: int = 4) -> str:
     return f", which ran with {listed}{more}"
 
 
-def _replaced_run(results_dir: Path) -> str | None:
-    """The earlier run in ``results_dir`` in words (``"finished istar run"``), or ``None`` where there is none."""
+def _replaced_run(results_dir: Path) -> tuple[str | None, dict | None]:
+    """The earlier run in ``results_dir`` in words (``"finished istar run"``) and its config (``None`` where unknown),
+    or ``(None, None)`` where there is none: one read of its run.json."""
     try:
         meta = _previous_meta(results_dir)
     except ValueError:  # unreadable: still a run whose files go aside
-        return "earlier run (its run.json unreadable)"
+        return "earlier run (its run.json unreadable)", None
     if meta is None:
-        return None
-    status, name = meta.get("status"), meta.get("experiment")
+        return None, None
+    status, name, config = meta.get("status"), meta.get("experiment"), meta.get("config")
     status = status if isinstance(status, str) and status.isidentifier() else "earlier"
-    return f"{status} {name} run" if isinstance(name, str) and name.replace("-", "_").isidentifier() else f"{status} run"
+    words = f"{status} {name} run" if isinstance(name, str) and name.replace("-", "_").isidentifier() else \
+        f"{status} run"
+    return words, config if isinstance(config, dict) else None
 
 
 def _check_resume(experiment: Experiment, results_dir: Path, values: dict, ignore) -> bool:
@@ -632,13 +625,13 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
                                                                        threads_in_effect()}, ctx.results_dir) \
             if ctx.resume else {}
         ctx.prepared = experiment.prepare(config, ctx)  # nothing written yet: a failure here changes nothing
-        previous = _replaced_run(ctx.results_dir)
+        previous, previous_config = _replaced_run(ctx.results_dir)
         if ctx.resume and previous is None:
             ctx.log(f"{ctx.results_dir}: --resume found no earlier run there; starting a fresh run.")
         if not ctx.resume:
             if previous is not None:  # said also with --quiet: it deletes results (a trial's `--set` run replaced the
                 # setup's finished run without a word); what differs, and how to keep both
-                changed = _changed_settings(_previous_config(ctx.results_dir), config.model_dump(mode="json"))
+                changed = _changed_settings(previous_config, config.model_dump(mode="json"))
                 _echo(f"{ctx.results_dir}: replacing the {previous} there (without --resume){changed}; its results "
                       f"are deleted once this run writes its first result, and put back if it stops before "
                       f"(--results-dir DIR runs it elsewhere and keeps both).")
