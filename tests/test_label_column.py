@@ -14,6 +14,7 @@ import shlex
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from sklearn.metrics import silhouette_score
 
 from isotropy import IsotropyValueError, isoscore
 from isotropy.cli import cli
@@ -456,3 +457,37 @@ def test_labels_of_parquet_shards_named_by_a_glob_as_embeddings_are(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"does not exist \(a glob of \.parquet shards is read with the name of "
                                                 r"their label column: --label-column; column= in Python\)"):
         read_labels(str(tmp_path / "pq" / "*.parquet"))
+
+
+def test_a_label_column_alone_reads_the_labels_from_the_embeddings_file_itself(tmp_path):
+    """``--label-column COL`` without ``--labels``: the column of EMBEDDINGS itself (a table, an .npz archive, a folder
+    of .parquet shards), the same values as ``--labels EMBEDDINGS --label-column COL``. Before, it was refused ("give
+    --labels too"), though the labels were in the file being measured (a user trial)."""
+    import pandas as pd
+
+    table = _table(tmp_path / "e.csv", "label,a,b,c")
+    archive = tmp_path / "projection.npz"
+    np.savez(archive, coords=X, cluster=Y)
+    vectors = tmp_path / "vectors.parquet"
+    pd.DataFrame({"id": np.arange(30), "embedding": list(X), "label": Y}).to_parquet(vectors)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for k, rows in enumerate((slice(0, 12), slice(12, 30))):
+        pd.DataFrame({"embedding": list(X[rows]), "label": Y[rows]}).to_parquet(shards / f"part-{k}.parquet")
+    metrics = ("--metrics", "isoscore,silhouette_score", "--json", "-", "--no-progress")
+    for path, options, column in ((table, (), "label"), (archive, ("--key", "coords"), "cluster"),
+                                  (vectors, (), "label"), (shards, (), "label")):
+        implied = measure(path, *options, "--label-column", column, *metrics)
+        assert implied.exit_code == 0, implied.output
+        given = measure(path, *options, "--labels", path, "--label-column", column, *metrics)
+        assert given.exit_code == 0, given.output
+        record = json.loads(implied.stdout)
+        assert record["values"] == json.loads(given.stdout)["values"] and record["labels"] == str(path)
+        assert record["values"]["silhouette_score"] == pytest.approx(silhouette_score(X, Y), rel=1e-10)
+    np.save(tmp_path / "x.npy", X)  # no columns: the labels must come from elsewhere
+    line = _one_line_error(measure(tmp_path / "x.npy", "--label-column", "label"))
+    assert line == (f"Error: --label-column 'label' reads the labels from EMBEDDINGS itself when no --labels is given, "
+                    f"but {str(tmp_path / 'x.npy')!r} has no columns. Give the labels with --labels FILE.")
+    result = measure(str(tmp_path / "*.npy"), "--label-column", "label")  # a pattern is no file to read a column of
+    assert result.exit_code == 2 and ("--label-column names a column of --labels FILE, or of the EMBEDDINGS file or "
+                                      "--texts FILE itself; give --labels too.") in result.output

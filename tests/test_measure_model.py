@@ -250,8 +250,14 @@ def test_labels_from_a_column_of_the_texts_table(files, tmp_path):
     result = invoke(*args, "--labels", table, "--label-column", "y")
     assert result.exit_code == 2
     assert "it has no column 'y' (its header: ['sentence', 'label', 'id'])" in result.output
-    result = invoke(*args, "--label-column", "label")
-    assert result.exit_code == 2 and "--label-column names a column of --labels FILE; give --labels too." in result.output
+    result = invoke(*args, "--label-column", "label")  # without --labels: the column of the --texts table itself
+    assert result.exit_code == 0, result.output
+    alone = json.loads(result.stdout)
+    assert alone["labels"] == str(table) and alone["rows"][0]["silhouette_score"] == record["rows"][0]["silhouette_score"]
+    result = CliRunner().invoke(cli, ["measure", *map(str, args[:3]), "-", *map(str, args[4:]), "--label-column", "label"],
+                                input=table.read_text())
+    assert result.exit_code == 2 and ("--label-column names a column of --labels FILE, or of the EMBEDDINGS file or "
+                                      "--texts FILE itself; give --labels too.") in result.output
     short = tmp_path / "short.txt"
     short.write_text("x\ny\n")
     result = invoke(*args, "--labels", short)

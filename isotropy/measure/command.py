@@ -235,6 +235,17 @@ def _parse_averaging(ctx, param, value):
     return value
 
 
+def _own_table(embeddings, texts_path) -> Path | None:
+    """The file whose column ``--label-column`` names when no ``--labels`` is given: the EMBEDDINGS file or folder
+    itself (read as ``--labels EMBEDDINGS``: that column is left out of the features), or the ``--texts`` file of
+    ``--model``; ``None`` for a name or pattern that is not a path here ('glove-6b-50d', a glob) and for ``--texts -``.
+    """
+    if embeddings is not None:
+        path = Path(embeddings)
+        return path if path.is_file() or path.is_dir() else None
+    return texts_path if isinstance(texts_path, Path) else None
+
+
 def _given(names) -> list[str]:
     """The options among the parameters ``names`` of the running command that the command line set, as spelled there."""
     context = click.get_current_context()
@@ -340,7 +351,8 @@ class _MeasureCommand(click.Command):
                    "what a position read), "
                    "or of a .parquet or .jsonl file, or of every .parquet shard of a --labels directory; with --labels "
                    "EMBEDDINGS, that column is left out of the features. Of an .npz, .pt, .pth or .safetensors file, "
-                   "the member or tensor holding the labels.")
+                   "the member or tensor holding the labels. Without --labels, the column of EMBEDDINGS itself (or "
+                   "of the --texts FILE of --model), as --labels EMBEDDINGS.")
 @click.option("--metrics", "metric_names", callback=_parse_metrics, multiple=True, metavar="LIST",
               shell_complete=complete_metrics,
               help=f"Comma-separated metrics (repeatable: the lists are joined). Default: {', '.join(DEFAULT)} (isoscore_star too with "
@@ -421,8 +433,13 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
         raise click.UsageError("give EMBEDDINGS or --model NAME with --texts FILE, not both.")
     if metric_names == ALL:
         metric_names = _all_metrics(labels=labels_path is not None, shrinkage=shrinkage_sample is not None)
-    if label_column is not None and labels_path is None:
-        raise click.UsageError("--label-column names a column of --labels FILE; give --labels too.")
+    implied = label_column is not None and labels_path is None
+    if implied:
+        # the column of the table being measured: a user with labels beside the vectors names the column alone
+        labels_path = _own_table(embeddings, model_kwargs.get("texts_path"))
+        if labels_path is None:
+            raise click.UsageError("--label-column names a column of --labels FILE, or of the EMBEDDINGS file or "
+                                   "--texts FILE itself; give --labels too.")
     if label_column is not None:  # labels without columns (.npy, text): refused, as read_labels refuses them
         from isotropy.io.labels import check_column
 
@@ -431,6 +448,11 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
         except ValueError as exc:
             from isotropy.measure.report import command_words
 
+            if implied:  # (the reader's advice speaks of a --labels file the user did not give)
+                what = "EMBEDDINGS" if embeddings is not None else "--texts"
+                raise InputError(f"--label-column {label_column!r} reads the labels from {what} itself when no "
+                                 f"--labels is given, but {str(labels_path)!r} has no columns. Give the labels with "
+                                 f"--labels FILE.") from None
             raise InputError(command_words(f"--label-column {label_column!r}: {exc}")) from None
     if shrinkage_key is not None and not isinstance(shrinkage_sample, Path):
         raise click.UsageError("--shrinkage-key picks the array of a --shrinkage-sample FILE holding several; give "
