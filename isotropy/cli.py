@@ -157,7 +157,8 @@ def _formats(ctx, param, value):
 @click.option("--out", "out_dir", type=NonEmpty(click.Path(file_okay=False, path_type=Path), expected="a folder path"),
               default=None,
               help="The folder the figures are written into (default: PATH/figures for a run's results, "
-                   "PATH/geometry-figures for a training log, the JSON's folder for a measure JSON).")
+                   "PATH/geometry-figures for a training log, the folder of a geometry.csv, the JSON's folder for a "
+                   "measure JSON).")
 @click.option("--format", "formats", default="png,svg", show_default=True, callback=_formats,
               help="Comma-separated figure formats, e.g. png,svg,pdf.")
 @click.option("--dpi", type=BoundedInt(min=10, max=2400), default=150, show_default=True,
@@ -169,8 +170,8 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     figures are redrawn), or a training log of the geometry callbacks: a Hugging Face output
     directory (trainer_state.json), a Lightning CSVLogger directory (metrics.csv) or a TensorBoard
     event directory. For a log, each geometry metric is drawn against the step, one line per layer,
-    beside a layer x step heat map, and the values are written to geometry.csv. PATH may also be the
-    JSON of 'isotropy measure --model M --texts T --json FILE': its per-layer figure (that of --plot)
+    beside a layer x step heat map, and the values are written to geometry.csv, which PATH may also
+    be (its figures are drawn again beside it). PATH may also be the JSON of 'isotropy measure --model M --texts T --json FILE': its per-layer figure (that of --plot)
     is drawn beside it (NAME-layers.png for NAME.json), without loading the model again. --out DIR is the
     folder the figures are written into, for either kind of PATH; for a run, DIR is a folder outside
     it, or the run's own folder (its figures/ then, as without --out); a folder of another run is refused
@@ -280,18 +281,22 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     for warning in caught:
         click.echo(f"Warning: {' '.join(str(warning.message).split())}", err=True)
     given = out_dir is not None
-    out_dir = out_dir or (path if path.is_dir() else path.parent) / "geometry-figures"
-    from isotropy.io._paths import check_not_an_input
-    from isotropy.training.logs import find_geometry_logs
+    from isotropy.io._paths import _same_file, check_not_an_input
+    from isotropy.training.logs import find_geometry_logs, is_geometry_table
 
-    for log in find_geometry_logs(path):  # --out onto the log's own folder: a metrics file named geometry.csv
+    table = is_geometry_table(path)  # the geometry.csv of earlier figures: redrawn beside it by default
+    out_dir = out_dir or (path.parent if table else (path if path.is_dir() else path.parent) / "geometry-figures")
+    # the table itself as the figures' table: the same values, not written over the file being read
+    rewrite = not (table and (out_dir / "geometry.csv").exists() and _same_file(out_dir / "geometry.csv", path))
+    for log in find_geometry_logs(path) if rewrite else ():  # --out onto the log's own folder: a file named geometry.csv
         check_not_an_input({"--out": out_dir / "geometry.csv"}, {"the training log": log})
     with _outside_results(out_dir, None if given else "The log's figures folder"):  # --out refused before drawing
         figures = plot_geometry_log(frame)  # a log it refuses (too many layers) leaves no folder and no geometry.csv
         _make_out_dir(out_dir, given)
-        with atomic_write(out_dir / "geometry.csv") as handle:
-            frame.to_csv(handle, index=False)
-        click.echo(str(out_dir / "geometry.csv"))
+        if rewrite:
+            with atomic_write(out_dir / "geometry.csv") as handle:
+                frame.to_csv(handle, index=False)
+            click.echo(str(out_dir / "geometry.csv"))
         for saved in save_figures(figures, out_dir, formats=formats, dpi=dpi):
             click.echo(str(saved))
 

@@ -122,6 +122,35 @@ def test_isotropy_plot_draws_a_training_log(hf_dir, lightning_dir, tmp_path, cap
         assert {r["metric"] for r in table} == {"isoscore"} and len(table) == len(read_geometry_log(run))
 
 
+def test_the_geometry_table_of_the_figures_is_redrawn_as_the_log_it_came_from(lightning_dir, tmp_path, capsys):
+    """`isotropy plot FIGURES/geometry.csv` (the table `plot` wrote beside its figures, or read_geometry_log's table
+    saved with to_csv) draws the figures of the log again, beside the table, without writing over it; it was refused
+    as a log without geometry (a user trial)."""
+    first = tmp_path / "first"
+    main(["plot", str(lightning_dir), "--out", str(first), "--format", "png", "--dpi", "40"])
+    capsys.readouterr()
+    table = first / "geometry.csv"
+    written = table.read_bytes()
+    from pandas.testing import assert_frame_equal
+
+    assert_frame_equal(read_geometry_log(table), read_geometry_log(lightning_dir))
+    (first / "geometry_isoscore.png").unlink()
+    main(["plot", str(table), "--format", "png", "--dpi", "40"])  # beside the table, which stays as it was
+    assert capsys.readouterr().out.split() == [str(first / "geometry_isoscore.png")]
+    assert (first / "geometry_isoscore.png").read_bytes().startswith(b"\x89PNG") and table.read_bytes() == written
+    again = tmp_path / "again"
+    main(["plot", str(table), "--out", str(again), "--format", "png", "--dpi", "40"])  # elsewhere: a copy of the table
+    assert (again / "geometry.csv").read_bytes() == written
+    bad = tmp_path / "bad.csv"
+    bad.write_text("metric,layer,step,value\nisoscore,one,0,0.5\n")
+    with pytest.raises(IsotropyValueError, match=r"has the metric 'isoscore' and layer 'one' on line 2: expected a "
+                                                 r"metric name and a layer number"):
+        read_geometry_log(bad)
+    bad.write_text("metric,layer,step,value\nisoscore,1,0,high\n")
+    with pytest.raises(IsotropyValueError, match=r"has the value 'high' on line 2: expected a number"):
+        read_geometry_log(bad)
+
+
 def test_a_training_logs_figures_go_into_a_run_folder_only_under_its_figures(hf_dir, tmp_path, capsys):
     """--out into an 'isotropy run' folder put geometry.csv and the figures among the run's results (the measure
     JSON's figure was refused there already); only the run's figures/ is taken, under its lock."""
@@ -221,13 +250,15 @@ def test_the_latest_checkpoint_wins_and_a_resumed_step_keeps_its_last_value(tmp_
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.binary(max_size=400), name=st.sampled_from(["trainer_state.json", "metrics.csv"]),
+@given(data=st.binary(max_size=400), name=st.sampled_from(["trainer_state.json", "metrics.csv", "geometry.csv"]),
        mutate=st.booleans())
 def test_fuzzed_logs_read_or_are_refused_in_one_line(tmp_path, data, name, mutate):
-    """Any bytes, or a real log with bytes spliced in: a table of finite values, or one IsotropyValueError line."""
+    """Any bytes, or a real log (or the geometry.csv table of `isotropy plot`) with bytes spliced in: a table of
+    finite values, or one IsotropyValueError line."""
     if mutate:  # a valid log of each kind with the fuzzed bytes inside it
-        valid = (json.dumps({"log_history": [{"step": 3, "geometry/x/layer_1": 0.25}]}) if name.endswith(".json")
-                 else "step,geometry/x/layer_1\n3,0.25\n").encode()
+        valid = {"trainer_state.json": json.dumps({"log_history": [{"step": 3, "geometry/x/layer_1": 0.25}]}),
+                 "metrics.csv": "step,geometry/x/layer_1\n3,0.25\n",
+                 "geometry.csv": "metric,layer,step,value,source\nx,1,3,0.25,run/metrics.csv\n"}[name].encode()
         data = spliced(valid, data)
     (tmp_path / name).write_bytes(data)
     try:

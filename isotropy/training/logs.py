@@ -123,6 +123,20 @@ def _may_hold_geometry(path: Path) -> bool:
     return re.search(r"/layer_\d", header) is not None
 
 
+def is_geometry_table(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a ``.csv`` file whose header holds the columns of :func:`read_geometry_log`'s table (the
+    ``geometry.csv`` that ``isotropy plot`` writes beside its figures), which :func:`read_geometry_log` reads back."""
+    path = Path(path).expanduser()
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return False
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            header = next(csv.reader([handle.readline(1 << 20)]), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False  # read (and refused in one line) as a log
+    return set(COLUMNS[:4]) <= set(header)
+
+
 def _natural_key(path: Path) -> tuple:
     """``path``'s parts with runs of digits compared as numbers: Lightning's version_10 comes after version_9
     (a plain sort put it before version_2, so an older version's value won at a step they share)."""
@@ -255,9 +269,12 @@ def _rows_csv(file: Path, pattern):
 def _csv_rows(file: Path, pattern):
     with open(file, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
+        if reader.fieldnames is not None and set(COLUMNS[:4]) <= set(reader.fieldnames):
+            yield from _table_rows(file, reader)  # the table read_geometry_log returns (geometry.csv of the figures)
+            return
         if reader.fieldnames is None or "step" not in reader.fieldnames:
             raise IsotropyValueError(f"The file {str(file)!r} has no 'step' column: expected a Lightning CSVLogger "
-                                     f"metrics.csv.")
+                                     f"metrics.csv, or the geometry.csv that 'isotropy plot' writes.")
         keys = [(k, pattern.match(k)) for k in reader.fieldnames]
         keys = [(k, m) for k, m in keys if m]
         for row in reader:
@@ -270,6 +287,24 @@ def _csv_rows(file: Path, pattern):
                         raise IsotropyValueError(f"The file {str(file)!r} has the value {text[:40]!r} in column "
                                                  f"{key!r}: expected a number.") from None
                     yield match["metric"], int(match["layer"]), _step(row["step"], file), value
+
+
+def _table_rows(file: Path, reader):
+    """The rows ``(metric, layer, step, value, source)`` of a table of :data:`COLUMNS` (the ``geometry.csv`` that
+    ``isotropy plot`` writes beside its figures, or ``read_geometry_log(...).to_csv``): redrawn from it, the figures
+    are those of the log it was read from. ``source`` is the table's own column where it has one, else the table."""
+    for line, row in enumerate(reader, start=2):
+        metric, layer, value = row.get("metric") or "", row.get("layer") or "", row.get("value") or ""
+        if not metric or "/" in metric or not re.fullmatch(r"\d{1,9}", layer.strip()):
+            raise IsotropyValueError(f"The file {str(file)!r} has the metric {metric[:40]!r} and layer "
+                                     f"{layer[:40]!r} on line {line}: expected a metric name and a layer number, as "
+                                     f"the geometry.csv of 'isotropy plot' holds.")
+        try:
+            number = float(value)
+        except ValueError:
+            raise IsotropyValueError(f"The file {str(file)!r} has the value {value[:40]!r} on line {line}: expected "
+                                     f"a number.") from None
+        yield metric, int(layer), _step(row["step"], file), number, row.get("source") or str(file)
 
 
 # A record cut short at the end of a file is one a run is still writing (tensorboard reads the records before it and
@@ -388,7 +423,7 @@ def read_geometry_log(path: str | os.PathLike, *, prefix: str = "geometry"):
         else:
             raise IsotropyValueError(f"The file {str(file)!r} is not a training log: expected trainer_state.json, "
                                      f"a metrics.csv or a TensorBoard events.out.tfevents.* file.")
-        rows.extend((*row, str(file)) for row in reader(file, pattern))
+        rows.extend(row if len(row) == 5 else (*row, str(file)) for row in reader(file, pattern))
     separate = _separate_runs_error(Path(path).expanduser(), files, rows)
     if separate is not None:
         raise IsotropyValueError(separate)
