@@ -15,6 +15,20 @@ __all__ = ["IsotropyTypeError", "IsotropyValueError", "Terminated", "debugging"]
 class IsotropyValueError(ValueError):
     """A bad value given to a public function of :mod:`isotropy`."""
 
+    def __reduce__(self):
+        # rebuilt from its message and attributes, not by calling the class again: a subclass whose __init__ takes
+        # keyword-only fields (RankDeficient's rank, say) failed to unpickle, and scikit-learn's n_jobs=2 and dask
+        # showed "A result has failed to un-serialize" in place of the one-line message
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(cls, args, state):
+    """An exception of class ``cls`` with ``args`` and the attributes ``state``, without calling its ``__init__``."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class IsotropyTypeError(IsotropyValueError, TypeError):
     """An argument of the wrong type (a sparse matrix for ``X``, ``metric=1``, complex values, a set of labels).
