@@ -58,7 +58,7 @@ def _identity_warning(caller: str) -> str:
     """The warning of an I-STAR penalty without Σ_S (and ζ > 0): the table's and the callbacks' warning, in these terms."""
     how = ("call refresh_shrinkage_cov(sample) first" if caller == "IStarLoss" else
            "give shrinkage_cov=shrinkage_covariance(sample)")
-    from isotropy.metrics.table import TRACKS_NORMS
+    from isotropy._utils.warn import TRACKS_NORMS
 
     return (f"{caller}: without shrinkage_cov, Σ_S is the identity and {TRACKS_NORMS}, so the penalty saturates and "
             f"pushes on the norms; {how}, the covariance of a larger sample of hidden states.")

@@ -30,6 +30,7 @@ from isotropy._utils.validation import (
     check_zeta,
     refuse_subnormal_as_given,
 )
+from isotropy._utils.warn import warn_identity_shrinkage
 
 
 def _host_array(X):
@@ -415,7 +416,15 @@ class CovarianceAccumulator:
         return isoscore_from_covariance(self._scaled_covariance())
 
     def isoscore_star(self, *, shrinkage_cov=None, zeta=0.2):
-        """IsoScore* of all rows seen (Python float); see :func:`isotropy.isoscore_star`."""
+        """IsoScore* of all rows seen (Python float); see :func:`isotropy.isoscore_star` (which warns, as this does,
+        without ``shrinkage_cov``)."""
+        value = self._isoscore_star(shrinkage_cov=shrinkage_cov, zeta=zeta)
+        if shrinkage_cov is None and float(zeta) != 0.0:
+            warn_identity_shrinkage("CovarianceAccumulator.isoscore_star", stacklevel=2)
+        return value
+
+    def _isoscore_star(self, *, shrinkage_cov=None, zeta=0.2):
+        """:meth:`isoscore_star` without its warning (for callers that say it in their own terms)."""
         zeta = check_zeta(zeta, caller="CovarianceAccumulator.isoscore_star")
         # ζ = 1 with Σ_S: Σ_S alone, one row enough (its undefined Σ_X weighs nothing), as isoscore_star
         only_s = zeta == 1.0 and shrinkage_cov is not None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
-__all__ = ["user_stacklevel"]
+__all__ = ["TRACKS_NORMS", "IdentityShrinkageWarning", "user_stacklevel", "warn_identity_shrinkage"]
 
 # the packages whose frames lie between the user's call and a metric's warning: isotropy's own wrappers
 # (without_autocast), torch's Module.__call__, torchmetrics' wrapped compute and forward, and the training frameworks
@@ -35,3 +36,25 @@ def user_stacklevel(*, libraries: tuple[str, ...] = _LIBRARIES) -> int:
     while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(roots):
         frame, level = frame.f_back, level + 1
     return level
+
+
+#: What IsoScore* measures when Σ_S is the identity, said once for every warning of it (the table's, the callbacks',
+#: the torch losses' and the torchmetrics class's). In words: its values depend on the model (all-MiniLM-L6-v2 on
+#: rt-polarity sentences reads near 1 by layer where IsoScore reads far lower; `isotropy measure --model
+#: all-MiniLM-L6-v2 --texts FILE --metrics isoscore,isoscore_star` shows both), so no range is quoted.
+TRACKS_NORMS = ("the value tracks the vector norms, not isotropy (near 1 on contextual embeddings whose isoscore is "
+                "far lower)")
+
+
+class IdentityShrinkageWarning(UserWarning):
+    """IsoScore* computed without ``shrinkage_cov``: Σ_S is the identity, and the value tracks the vector norms rather
+    than isotropy. Its own category, so that a caller that says it in its own terms (``isotropy measure``, the
+    training callbacks, :class:`isotropy.training.IsoScoreStar`) can leave this one out."""
+
+
+def warn_identity_shrinkage(caller: str, stacklevel: int) -> None:
+    """Warn that ``caller`` ran IsoScore* with Σ_S = I (:class:`IdentityShrinkageWarning`)."""
+    warnings.warn(f"{caller}: without shrinkage_cov, Σ_S is the identity and {TRACKS_NORMS}; give shrinkage_cov=, the "
+                  f"(n_features, n_features) covariance matrix of a larger sample of the same distribution "
+                  f"(np.cov(sample, rowvar=False), or isotropy.torch.shrinkage_covariance(sample)).",
+                  IdentityShrinkageWarning, stacklevel=stacklevel + 1)

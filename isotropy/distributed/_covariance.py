@@ -164,7 +164,12 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     acc = _accumulate(X, caller, min_features=2, min_samples=1 if only_s else 2)
     if zeta == 0.0 or shrinkage_cov is None:  # identical rows with ζ > 0 and Σ_S: ζ·Σ_S, as in memory
         _variance_checked(acc, caller)
-    return acc.isoscore_star(shrinkage_cov=shrinkage_cov, zeta=zeta)
+    value = acc._isoscore_star(shrinkage_cov=shrinkage_cov, zeta=zeta)
+    if shrinkage_cov is None and zeta != 0.0:  # as in memory
+        from isotropy._utils.warn import warn_identity_shrinkage
+
+        warn_identity_shrinkage(caller, stacklevel=3)  # (isotropy.isoscore_star -> here)
+    return value
 
 
 def participation_ratio(X):

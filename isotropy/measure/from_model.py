@@ -981,6 +981,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         del encoder
     del network
     from isotropy._kernels.rows import shared_statistics
+    from isotropy._utils.warn import IdentityShrinkageWarning
     from isotropy.measure.report import (
         _ONE_PASS,
         _isoscore_star_zeta,
@@ -1025,6 +1026,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                 try:
                     with warnings.catch_warnings(record=True) as caught:
                         warnings.simplefilter("always")
+                        # (Σ_S = I: said once for the command, not at each layer)
+                        warnings.simplefilter("ignore", IdentityShrinkageWarning)
                         record[name] = float(fn(data, row_labels, **kwargs) if labelled else fn(data, **kwargs))
                 except ValueError as exc:  # e.g. identical vectors at this layer: undefined here, said so, not fatal
                     record[name] = float("nan")

@@ -34,8 +34,9 @@ from isotropy._utils.validation import (
     check_zeta,
     refuse_subnormal_as_given,
 )
+from isotropy._utils.warn import IdentityShrinkageWarning, warn_identity_shrinkage
 
-__all__ = ["isoscore", "isoscore_from_covariance", "isoscore_star"]
+__all__ = ["IdentityShrinkageWarning", "isoscore", "isoscore_from_covariance", "isoscore_star"]
 
 
 @without_autocast
@@ -116,7 +117,9 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     shrinkage_cov : array-like or torch.Tensor of shape (n_features, n_features), default=None
         Σ_S, the covariance matrix of a larger sample of the same distribution (symmetric,
         positive semi-definite). ``None`` uses the identity, as the reference implementation
-        recommends when no larger sample is available.
+        recommends when no larger sample is available; the value then tracks the vector norms
+        rather than isotropy (see Notes), and an :class:`IdentityShrinkageWarning` says so
+        (with ``zeta > 0``).
     zeta : float in [0, 1] or 0-d tensor, default=0.2
         Shrinkage weight ζ. ``zeta=0`` gives :func:`isoscore`; ``zeta=1`` the IsoScore of Σ_S. A
         0-d real tensor or numpy array (a ζ schedule's value) is read once as a float, as the
@@ -175,10 +178,13 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     >>> round(isoscore_star(X, shrinkage_cov=np.eye(3), zeta=0.75), 6)
     0.970588
     """
-    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler (which warns as below)
         from isotropy import distributed
         return distributed.isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta)
-    return _isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="isoscore_star")
+    value = _isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="isoscore_star")
+    if shrinkage_cov is None and float(zeta) != 0.0:  # (zeta checked above: a number, or a 0-d array or tensor)
+        warn_identity_shrinkage("isoscore_star", stacklevel=2)
+    return value
 
 
 @without_autocast

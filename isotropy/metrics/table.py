@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from isotropy._utils.errors import IsotropyValueError
+from isotropy._utils.warn import TRACKS_NORMS  # (here too: the table's warnings say it)
 
 __all__ = ["FAMILIES", "ISOSCORE_STAR_NOTE", "ISOSCORE_STAR_WARNING", "LEFT_OUT", "METRICS", "MetricSpec",
            "check_metric_names", "default_metric_names", "metric_names", "span_bound_warning", "suggest_name"]
@@ -114,13 +115,6 @@ LEFT_OUT = {
 #: Short: a default table prints it on every run (ISOSCORE_STAR_WARNING and the docs hold the numbers behind it).
 ISOSCORE_STAR_NOTE = ("isoscore_star left out: without a shrinkage sample (its Σ_S) it tracks the vector norms, not "
                       "isotropy; give one to measure it")
-
-#: What IsoScore* measures when Σ_S is the identity, said once for every warning of it (the table's, the callbacks',
-#: the torch losses' and the torchmetrics class's). In words: its values depend on the model (all-MiniLM-L6-v2 on
-#: rt-polarity sentences reads near 1 by layer where IsoScore reads far lower; `isotropy measure --model
-#: all-MiniLM-L6-v2 --texts FILE --metrics isoscore,isoscore_star` shows both), so no range is quoted.
-TRACKS_NORMS = ("the value tracks the vector norms, not isotropy (near 1 on contextual embeddings whose isoscore is "
-                "far lower)")
 
 #: The warning when IsoScore* is asked for by name without a shrinkage sample.
 ISOSCORE_STAR_WARNING = ("isoscore_star without a shrinkage sample shrinks toward the identity (Σ_S = I): "

@@ -131,7 +131,7 @@ def _gather_all_tensors():
 def no_shrinkage_cov_warning():
     """IsoScoreStar's warning without ``shrinkage_cov``: the table's IsoScore* warning
     (:data:`isotropy.metrics.table.ISOSCORE_STAR_WARNING`) in the terms of this class, which takes the matrix."""
-    from isotropy.metrics.table import TRACKS_NORMS
+    from isotropy._utils.warn import TRACKS_NORMS
 
     return (f"IsoScoreStar: without shrinkage_cov, Σ_S is the identity and {TRACKS_NORMS}; give shrinkage_cov=, the "
             "(n_features, n_features) covariance matrix of a larger sample (isotropy.torch.shrinkage_covariance(sample) "
@@ -438,7 +438,7 @@ class _MomentMetric(Metric):
                 # compute takes no data: the rows are what update saw
                 message = str(exc).replace("The rows given to CovarianceAccumulator.update",
                                            f"The rows given to {type(self).__name__}.update")
-                raise IsotropyValueError(message.replace(f"CovarianceAccumulator.{method}", caller)) from None
+                raise IsotropyValueError(message.replace(f"CovarianceAccumulator.{method.lstrip('_')}", caller)) from None
 
         return self._value(read)
 
@@ -624,7 +624,8 @@ class IsoScoreStar(_MomentMetric):
         S = None if self.shrinkage_cov is None else self.shrinkage_cov.cpu().numpy()
         # ζ = 1 with Σ_S: Σ_S alone, defined from one row on (a one-row batch's forward value, not NaN)
         rows = 1 if S is not None and self.zeta == 1.0 else 2
-        return self._from_accumulator("isoscore_star", min_samples=rows, shrinkage_cov=S, zeta=self.zeta)
+        # (the accumulator's own warning without Σ_S left out: this class said it when it was built)
+        return self._from_accumulator("_isoscore_star", min_samples=rows, shrinkage_cov=S, zeta=self.zeta)
 
 
 class EffectiveRank(_MomentMetric):
