@@ -317,7 +317,11 @@ def _in_batch_cluster_isotropy(H, *, n_clusters, n_components, n_iter, random_st
         pieces.append(_remove_top_directions(Xc, removed) if removed > 0 else Xc)
         order.append(rows)
     out = torch.zeros_like(H).index_copy(0, torch.cat(order), torch.cat(pieces))
-    if any(rows.numel() <= D + 1 for rows in order):
+    if D >= d:  # every direction of every cluster removed, whatever its size
+        warnings.warn(f"{caller}: n_components={D} removes every one of the n_features={d} directions from each "
+                      f"cluster: every row becomes the zero vector and passes no gradient. Use fewer components.",
+                      UserWarning, stacklevel=user_stacklevel())
+    elif any(rows.numel() <= D + 1 for rows in order):
         # n_j centred rows span n_j - 1 directions: all removed, the rows are 0 (and their gradient); the message
         # does not change from batch to batch (Python shows it once per place, not at every step)
         warnings.warn(f"{caller}: clusters of at most n_components + 1 = {D + 1} rows (n_clusters={k} on batches of "

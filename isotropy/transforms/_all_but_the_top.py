@@ -132,6 +132,14 @@ def fit_all_but_the_top(X: np.ndarray, *, n_components="auto", caller="all_but_t
                 f"directions past it have zero variance and are arbitrary (round-off), and removing them would "
                 f"remove arbitrary directions from new data. Got {D} instead.")
         components = components[:rank]
+    # nothing of the rows is left (as ClusterIsotropy warns of a cluster); 'auto' capped below its rule said so already
+    capped = n_components == "auto" and max(1, round(X.shape[1] / 100)) > components.shape[0]
+    if rank > 0 and components.shape[0] >= rank and not capped:
+        fewer = (f"use at most {rank - 1} component{'s' if rank > 2 else ''} to keep some of its variance" if rank > 1 else
+                 "fit on rows that span more than one direction")
+        warn_at_caller(f"{caller}: n_components={components.shape[0]} removes every direction of variance of X (the "
+                       f"centred X has rank {rank}), so the rows fitted on (and any row in their span) become the "
+                       f"zero vector; {fewer}.")
     return mean, components
 
 
