@@ -16,14 +16,14 @@ from isotropy import IsotropyValueError
 from isotropy._kernels.dimension import TooFewDistinctError
 from isotropy._utils.errors import IsotropyTypeError
 from isotropy.models.encoders import LayerOutOfRange
-from isotropy.training.metrics import _TooFewRows
+from isotropy.training.metrics import TooFewRowsError
 from isotropy.transforms import Whitening
 from isotropy.transforms._whitening import RankDeficient
 
 
 @pytest.mark.parametrize("error", [
     IsotropyValueError("bad value"), IsotropyTypeError("bad type"),
-    RankDeficient("rank 2 of 5", rank=2, n_directions=5), _TooFewRows("1 row", rows=1, need=2),
+    RankDeficient("rank 2 of 5", rank=2, n_directions=5), TooFewRowsError("1 row", rows=1, need=2),
     LayerOutOfRange("layer 9", low=0, high=3, model="m", layer=9), TooFewDistinctError("3 of 2", 3, 2)])
 def test_an_error_pickles_with_its_message_and_fields(error):
     again = pickle.loads(pickle.dumps(error))

@@ -196,6 +196,32 @@ def _check_width(caller, expected, got, what="the previous batches"):
                                  f"{what}. Got {got} instead.")
 
 
+def _refuse_positional(metric, args) -> None:
+    """Options given to a metric class by position (``args``): a TypeError that names the class and its keywords."""
+    if args:
+        name, given = type(metric).__name__, ", ".join(repr(a) for a in args[:3]) + (", ..." if len(args) > 3 else "")
+        raise TypeError(f"{name} takes its options as keywords ({', '.join(metric._keywords)}, and torchmetrics."
+                        f"Metric's); got {len(args)} positional argument{'s' if len(args) > 1 else ''} ({given}). "
+                        f"The rows go to update(): {name}().update(X).")
+
+
+def _metric_init(metric, init, args, kwargs) -> None:
+    """``torchmetrics.Metric.__init__`` (``init``) with ``kwargs``. Options given by position (``args``), and a keyword
+    neither it nor the class takes, are a TypeError that names the class and its keywords (Python named the private
+    base class whose ``__init__`` refused them, "_MomentMetric.__init__() takes 1 positional argument"; torchmetrics
+    says "Unexpected keyword arguments: `x`", a ValueError)."""
+    _refuse_positional(metric, args)
+    try:
+        init(**kwargs)
+    except ValueError as exc:
+        if "Unexpected keyword" not in str(exc):
+            raise
+        wrong = ", ".join(repr(k) for k in kwargs if k not in _TORCHMETRICS_KEYWORDS) or str(exc)
+        raise TypeError(f"{type(metric).__name__} got an unexpected keyword {wrong}; it takes "
+                        f"{', '.join(metric._keywords)} and torchmetrics.Metric's keywords "
+                        f"({', '.join(_TORCHMETRICS_KEYWORDS)}).") from None
+
+
 class _MomentMetric(Metric):
     """Common base: per-part count, mean, centred scatter and exponent (and unit-vector sums), float64.
 
@@ -215,16 +241,8 @@ class _MomentMetric(Metric):
     _units = False  # sums of unit vectors and of their squares (the cosine metrics)
     _gram = False  # Σ x̂x̂ᵀ of the unit vectors (d × d): the noise of a small mean cosine (RogueDimensionShare)
 
-    def __init__(self, *, n_features=None, **kwargs):
-        try:
-            super().__init__(**kwargs)
-        except ValueError as exc:  # torchmetrics: "Unexpected keyword arguments: `x`" -- name the class and its keywords
-            if "Unexpected keyword" not in str(exc):
-                raise
-            wrong = ", ".join(repr(k) for k in kwargs if k not in _TORCHMETRICS_KEYWORDS) or str(exc)
-            raise TypeError(f"{type(self).__name__} got an unexpected keyword {wrong}; it takes "
-                            f"{', '.join(self._keywords)} and torchmetrics.Metric's keywords "
-                            f"({', '.join(_TORCHMETRICS_KEYWORDS)}).") from None
+    def __init__(self, *args, n_features=None, **kwargs):
+        _metric_init(self, super().__init__, args, kwargs)
         check_scalar(n_features, "n_features", caller=type(self).__name__, kind=numbers.Integral, low=1,
                      allow_none=True)
         self.n_features = None if n_features is None else int(n_features)
@@ -405,7 +423,7 @@ class _MomentMetric(Metric):
         merged = self._merged(self._parts(self.metric_state)) if self._width() else None
         n = 0 if merged is None else int(merged["n_samples"].item())
         if n < min_samples:
-            raise _TooFewRows(f"{type(self).__name__}.compute needs at least {min_samples} rows; call update() with "
+            raise TooFewRowsError(f"{type(self).__name__}.compute needs at least {min_samples} rows; call update() with "
                               f"data first. Got {n} instead.", rows=n, need=min_samples)
         return merged
 
@@ -564,7 +582,8 @@ class IsoScoreStar(_MomentMetric):
     higher_is_better = True
     _keywords = ("shrinkage_cov", "zeta", "n_features")
 
-    def __init__(self, *, shrinkage_cov=None, zeta=0.2, n_features=None, **kwargs):
+    def __init__(self, *args, shrinkage_cov=None, zeta=0.2, n_features=None, **kwargs):
+        _refuse_positional(self, args)
         caller = "IsoScoreStar"
         if "shrinkage_sample" in kwargs:  # the callbacks' and regularisers' name for Σ_S's source
             sample = kwargs["shrinkage_sample"]
@@ -674,8 +693,10 @@ class EffectiveRank(_MomentMetric):
     """
 
     higher_is_better = None
+    _keywords = ("center", "normalize", "n_features")
 
-    def __init__(self, *, center=False, normalize=False, n_features=None, **kwargs):
+    def __init__(self, *args, center=False, normalize=False, n_features=None, **kwargs):
+        _refuse_positional(self, args)
         caller = type(self).__name__
         self.center = check_bool(center, "center", caller=caller)
         self.normalize = check_bool(normalize, "normalize", caller=caller)
@@ -721,8 +742,10 @@ class RankMe(EffectiveRank):
     """
 
     higher_is_better = True
+    _keywords = ("epsilon", "center", "normalize", "n_features")
 
-    def __init__(self, *, epsilon=1e-7, center=False, normalize=False, n_features=None, **kwargs):
+    def __init__(self, *args, epsilon=1e-7, center=False, normalize=False, n_features=None, **kwargs):
+        _refuse_positional(self, args)
         self.epsilon = float(check_scalar(epsilon, "epsilon", caller="RankMe", kind=numbers.Real, low=0, high=1))
         super().__init__(center=center, normalize=normalize, n_features=n_features, **kwargs)
 
@@ -819,8 +842,10 @@ class RogueDimensionShare(_UnitMetric):
 
     _gram = True
     higher_is_better = False
+    _keywords = ("n_dimensions", "n_features")
 
-    def __init__(self, *, n_dimensions=1, n_features=None, **kwargs):
+    def __init__(self, *args, n_dimensions=1, n_features=None, **kwargs):
+        _refuse_positional(self, args)
         check_scalar(n_dimensions, "n_dimensions", caller="RogueDimensionShare", kind=numbers.Integral, low=1)
         self.n_dimensions = int(n_dimensions)
         super().__init__(n_features=n_features, **kwargs)
@@ -921,9 +946,11 @@ class TwoNNDimension(Metric):
     higher_is_better = None
     plot = _plot
 
-    def __init__(self, *, max_samples=None, random_state=0, discard_fraction=0.1, method="linear",
+    _keywords = ("max_samples", "random_state", "discard_fraction", "method", "metric", "n_features")
+
+    def __init__(self, *args, max_samples=None, random_state=0, discard_fraction=0.1, method="linear",
                  metric="euclidean", n_features=None, **kwargs):
-        super().__init__(**kwargs)
+        _metric_init(self, super().__init__, args, kwargs)
         caller = "TwoNNDimension"
         check_scalar(n_features, "n_features", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
         self.n_features = None if n_features is None else int(n_features)
@@ -1067,7 +1094,7 @@ class TwoNNDimension(Metric):
         return torch.as_tensor(value, dtype=torch.float64, device=rows.device)
 
 
-class _TooFewRows(IsotropyValueError):
+class TooFewRowsError(IsotropyValueError):
     """``compute`` on fewer rows than the metric needs: ``rows`` seen, ``need`` wanted."""
 
     def __init__(self, message, *, rows: int, need: int):
@@ -1078,7 +1105,7 @@ class _TooFewRows(IsotropyValueError):
 def _batch_reason(exc: IsotropyValueError) -> str:
     """Why a batch alone defines no value, in the batch's words: its rows against those needed (not "call update()
     with data first", which ``compute`` says), else the metric's own error."""
-    return _too_few(exc.rows, exc.need) if isinstance(exc, _TooFewRows) else " ".join(str(exc).split())
+    return _too_few(exc.rows, exc.need) if isinstance(exc, TooFewRowsError) else " ".join(str(exc).split())
 
 
 def _too_few(rows: int, need: int) -> str:
