@@ -434,7 +434,7 @@ def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
     return s.to(X.dtype) if is_torch(X) else s
 
 
-def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_state=None):
+def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_state=None, chunk_size=None):
     r"""Mean silhouette coefficient over the samples (1 = compact, separated clusters).
 
     Parameters
@@ -456,6 +456,9 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
         ``random_state.permutation(n_samples)[:sample_size]``; an int seed builds a
         ``numpy.random.RandomState`` first, so an int or a RandomState selects exactly the
         samples that ``sklearn.metrics.silhouette_score`` selects with the same argument.
+    chunk_size : int, optional
+        Rows per block of the distance matrix, as in :func:`silhouette_samples` (on a dask array:
+        rows per tile); the value does not depend on it.
 
     Returns
     -------
@@ -489,9 +492,10 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
     """
     if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
         from isotropy import distributed
-        return distributed.silhouette_score(X, labels, metric=metric, sample_size=sample_size, random_state=random_state)
+        return distributed.silhouette_score(X, labels, metric=metric, sample_size=sample_size, random_state=random_state,
+                                            chunk_size=chunk_size)
     caller = "silhouette_score"
-    X, ids = _validate(X, labels, metric, None, caller)
+    X, ids = _validate(X, labels, metric, chunk_size, caller)
     if sample_size is not None:
         # more than the rows: every row, permuted as scikit-learn permutes them (its permutation(n)[:sample_size])
         check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=3, allow_none=True)
@@ -504,7 +508,7 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
         else:
             X = X[indices]
         ids = sampled_ids(ids, indices, n, caller)
-    s = _silhouette(X, ids, metric, None, caller)
+    s = _silhouette(X, ids, metric, chunk_size, caller)
     if is_torch(X):
         return s.mean().to(X.dtype)
     return float(np.mean(s))
