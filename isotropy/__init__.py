@@ -54,6 +54,8 @@ _EXPORTS = {
     "TwoNN": "isotropy.metrics.estimators",
     "MLE": "isotropy.metrics.estimators",
     "IsotropyValueError": "isotropy._utils.errors",
+    "IdentityShrinkageWarning": "isotropy._utils.warn",
+    "SpanBoundWarning": "isotropy._utils.warn",
 }
 
 # sub-packages reachable as attributes of the package (imported on first use)

@@ -165,7 +165,7 @@ IDS = [m.id for m in REGISTRY]
 # token_norms returns a dict of named tokens, not a number: its invariances (scale, row order) are in
 # tests/test_token_norms.py; neighbour_dimensions returns a dict of TwoNN's, MLE's and the local MLE's values from one
 # search (each registered on its own above; test_dimension.py checks they are the functions' values)
-NOT_METRICS = {"IsotropyValueError", "TwoNN", "MLE", "kneighbors", "alignment", "token_norms", "neighbour_dimensions"}
+NOT_METRICS = {"IsotropyValueError", "IdentityShrinkageWarning", "SpanBoundWarning", "TwoNN", "MLE", "kneighbors", "alignment", "token_norms", "neighbour_dimensions"}
 
 
 def test_registry_covers_every_public_metric():

@@ -93,7 +93,7 @@ CALLS = {
 }
 
 # public names that take no data matrix of their own
-NOT_TAKING_X = {"IsotropyValueError"}
+NOT_TAKING_X = {"IsotropyValueError", "IdentityShrinkageWarning", "SpanBoundWarning"}
 # isoscore_from_covariance checks its 'cov' in isotropy/_kernels/isoscore.py (_check_shrinkage_cov), outside the
 # files of this change: it still ends in torch's "Tensor.item() cannot be called on meta tensors"
 KNOWN_GAPS = {"isoscore_from_covariance"}

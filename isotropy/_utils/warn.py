@@ -6,7 +6,7 @@ import os
 import sys
 import warnings
 
-__all__ = ["TRACKS_NORMS", "IdentityShrinkageWarning", "user_stacklevel", "warn_identity_shrinkage"]
+__all__ = ["TRACKS_NORMS", "IdentityShrinkageWarning", "SpanBoundWarning", "user_stacklevel", "warn_identity_shrinkage"]
 
 # the packages whose frames lie between the user's call and a metric's warning: isotropy's own wrappers
 # (without_autocast), torch's Module.__call__, torchmetrics' wrapped compute and forward, and the training frameworks
@@ -58,3 +58,10 @@ def warn_identity_shrinkage(caller: str, stacklevel: int) -> None:
                   f"(n_features, n_features) covariance matrix of a larger sample of the same distribution "
                   f"(np.cov(sample, rowvar=False), or isotropy.torch.shrinkage_covariance(sample)).",
                   IdentityShrinkageWarning, stacklevel=stacklevel + 1)
+
+
+class SpanBoundWarning(UserWarning):
+    """IsoScore or the participation ratio of ``n_samples <= n_features`` rows: the rows span at most ``n − 1``
+    dimensions, which caps the value (:func:`isotropy.metrics.table.span_bound_warning`). Its own category, so that a
+    caller that says it in its own terms (``isotropy measure``, the training probe, the experiments, whose small
+    batches are their subject) can leave this one out."""

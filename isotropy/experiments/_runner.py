@@ -56,12 +56,14 @@ import os
 import platform
 import socket
 import traceback
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from isotropy._utils.atomic import atomic_write
+from isotropy._utils.warn import SpanBoundWarning
 from isotropy.experiments._config import (
     CONFIG_ROOT,
     EXPERIMENT_KEY,
@@ -655,7 +657,9 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
         ctx._meta_update = meta.update
         try:
             meta.write()
-            results = experiment.run(config, ctx.results_dir, ctx)
+            with warnings.catch_warnings():  # the experiments measure small batches on purpose (their reports say so)
+                warnings.simplefilter("ignore", SpanBoundWarning)
+                results = experiment.run(config, ctx.results_dir, ctx)
             wrote.append(True)  # its results written (aggregates too, which no part marks): never put back after this
             replacement.commit()
             # The report (claims.json) is the run's last step, not the command's after execute returns: written under

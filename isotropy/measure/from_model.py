@@ -981,7 +981,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         del encoder
     del network
     from isotropy._kernels.rows import shared_statistics
-    from isotropy._utils.warn import IdentityShrinkageWarning
+    from isotropy._utils.warn import IdentityShrinkageWarning, SpanBoundWarning
     from isotropy.measure.report import (
         _ONE_PASS,
         _isoscore_star_zeta,
@@ -1026,8 +1026,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                 try:
                     with warnings.catch_warnings(record=True) as caught:
                         warnings.simplefilter("always")
-                        # (Σ_S = I: said once for the command, not at each layer)
+                        # (Σ_S = I: said once for the command, not at each layer; the span bound: below, as the CLI)
                         warnings.simplefilter("ignore", IdentityShrinkageWarning)
+                        warnings.simplefilter("ignore", SpanBoundWarning)
                         record[name] = float(fn(data, row_labels, **kwargs) if labelled else fn(data, **kwargs))
                 except ValueError as exc:  # e.g. identical vectors at this layer: undefined here, said so, not fatal
                     record[name] = float("nan")

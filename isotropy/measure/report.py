@@ -708,7 +708,7 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
 
     from isotropy._kernels.dimension import TooFewDistinctError
     from isotropy._utils.backend import is_dask
-    from isotropy._utils.warn import IdentityShrinkageWarning
+    from isotropy._utils.warn import IdentityShrinkageWarning, SpanBoundWarning
     from isotropy.io.embeddings import EmbeddingsReadError
 
     X, cluster_ids = data.X, data.cluster_ids
@@ -754,7 +754,9 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
         error = kind = value = left_out = None
         with warnings.catch_warnings(record=True) as caught, _reporting_to(bar, name):
             warnings.simplefilter("always")
-            warnings.simplefilter("ignore", IdentityShrinkageWarning)  # said once in the command's terms (report)
+            # said in the command's terms: once (Σ_S = I, report), and with the value (span_bound_warning, below)
+            warnings.simplefilter("ignore", IdentityShrinkageWarning)
+            warnings.simplefilter("ignore", SpanBoundWarning)
             try:
                 value = float(function(*args, **kwargs))
             except EmbeddingsReadError as exc:  # a lazily read shard is bad: the data, not this metric

@@ -13,6 +13,7 @@ from isotropy._kernels.accumulator import CovarianceAccumulator, participation_r
 from isotropy._kernels.isoscore import _check_variance, _eps, _scatter_stats
 from isotropy._utils.backend import is_dask, to_output, without_autocast
 from isotropy._utils.validation import check_X
+from isotropy.metrics.table import warn_span_bound
 
 __all__ = ["CovarianceAccumulator", "participation_ratio"]
 
@@ -30,9 +31,11 @@ def participation_ratio(X):
     -------
     pr : float or torch.Tensor
         In [1, n_features]: 1 when all variance lies along one direction, n_features when it is
-        spread evenly. Python float (float64) for numpy input; differentiable 0-dim tensor on the
-        input's device for torch input: float32 for float16, bfloat16 and integer tensors (computed
-        in float32), else the input's dtype.
+        spread evenly (at most ``n_samples - 1``: with ``n_samples <= n_features`` a
+        ``SpanBoundWarning`` says so, as for :func:`isotropy.isoscore`). Python float (float64)
+        for numpy input; differentiable 0-dim tensor on the input's device for torch input:
+        float32 for float16, bfloat16 and integer tensors (computed in float32), else the input's
+        dtype.
 
     Notes
     -----
@@ -61,12 +64,15 @@ def participation_ratio(X):
     """
     if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
         from isotropy import distributed
-        return distributed.participation_ratio(X)
+        value = distributed.participation_ratio(X)
+        warn_span_bound("participation_ratio", *X.shape)
+        return value
     caller = "participation_ratio"
     X = check_X(X, caller=caller, rescale=True)
     st = _scatter_stats(X)
     _check_variance(st.trace, n_samples=X.shape[0], mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller,
                     X=X)
+    warn_span_bound(caller, *X.shape)
     return to_output(participation_ratio_in_range(st.trace * st.trace / st.frob_sq, X.shape[1]), X)
 
 

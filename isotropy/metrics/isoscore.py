@@ -35,6 +35,7 @@ from isotropy._utils.validation import (
     refuse_subnormal_as_given,
 )
 from isotropy._utils.warn import IdentityShrinkageWarning, warn_identity_shrinkage
+from isotropy.metrics.table import warn_span_bound
 
 __all__ = ["IdentityShrinkageWarning", "isoscore", "isoscore_from_covariance", "isoscore_star"]
 
@@ -47,7 +48,10 @@ def isoscore(X):
     ----------
     X : array-like or torch.Tensor of shape (n_samples, n_features)
         The point cloud, one sample per row; ``n_samples >= 2`` and ``n_features >= 2``.
-        ``n_samples < n_features`` is fine.
+        With ``n_samples <= n_features`` the rows span at most ``n_samples - 1`` dimensions and the
+        value is at most ``(n_samples - 2)/(n_features - 1)``, whatever the space: a
+        ``SpanBoundWarning`` says so (measure more rows than features to compare spaces by it, or
+        use :func:`isoscore_star` with a shrinkage covariance on small batches).
 
     Returns
     -------
@@ -98,12 +102,15 @@ def isoscore(X):
     """
     if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
         from isotropy import distributed
-        return distributed.isoscore(X)
+        value = distributed.isoscore(X)
+        warn_span_bound("isoscore", *X.shape)
+        return value
     caller = "isoscore"
     X = check_X(X, caller=caller, min_features=2, rescale=True)
     n, d = X.shape
     st = _scatter_stats(X)
     _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller, X=X)
+    warn_span_bound(caller, n, d)
     return to_output(_score_from_moments(st.trace, st.frob_sq, d), X)
 
 

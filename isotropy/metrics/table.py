@@ -30,7 +30,8 @@ from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.warn import TRACKS_NORMS  # (here too: the table's warnings say it)
 
 __all__ = ["FAMILIES", "ISOSCORE_STAR_NOTE", "ISOSCORE_STAR_WARNING", "LEFT_OUT", "METRICS", "MetricSpec",
-           "check_metric_names", "default_metric_names", "metric_names", "span_bound_warning", "suggest_name"]
+           "check_metric_names", "default_metric_names", "metric_names", "span_bound_warning", "suggest_name",
+           "warn_span_bound"]
 
 FAMILIES = ("covariance", "neighbours", "pairs", "clusters")
 
@@ -154,6 +155,22 @@ def span_bound_warning(name: str, n_samples: int, n_features: int) -> str | None
     value = f"is at most {(span - 1) / (n_features - 1):.3g}" if name == "isoscore" else f"is at most {span}"
     return (f"{n_samples} rows in {n_features} features span at most {span} dimensions, so the value {value} on any "
             f"such rows (a regular simplex reaches it); measure more rows than features to compare spaces by it.")
+
+
+def warn_span_bound(name: str, n_samples, n_features) -> None:
+    """Warn (:class:`~isotropy._utils.warn.SpanBoundWarning`, at the user's line) when :func:`span_bound_warning`
+    has a warning for ``name`` on ``n_samples`` x ``n_features`` rows (``n_samples`` unknown, NaN, on a dask array
+    of unknown chunks: nothing said)."""
+    import math
+    import warnings
+
+    from isotropy._utils.warn import SpanBoundWarning, user_stacklevel
+
+    if not isinstance(n_samples, int) and (n_samples is None or not math.isfinite(n_samples)):
+        return
+    text = span_bound_warning(name, int(n_samples), int(n_features))
+    if text is not None:
+        warnings.warn(f"{name}: {text}", SpanBoundWarning, stacklevel=user_stacklevel())
 
 
 #: Canonical name -> :class:`MetricSpec`, in the order tables print them. Read it, do not change it (the tests
