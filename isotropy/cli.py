@@ -171,8 +171,9 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     directory (trainer_state.json), a Lightning CSVLogger directory (metrics.csv) or a TensorBoard
     event directory. For a log, each geometry metric is drawn against the step, one line per layer,
     beside a layer x step heat map, and the values are written to geometry.csv, which PATH may also
-    be (its figures are drawn again beside it). PATH may also be the JSON of 'isotropy measure --model M --texts T --json FILE': its per-layer figure (that of --plot)
-    is drawn beside it (NAME-layers.png for NAME.json), without loading the model again. --out DIR is the
+    be (its figures are drawn again beside it). PATH may also be the JSON of 'isotropy measure
+    --model M --texts T --json FILE': its per-layer figure (that of --plot) is drawn beside it
+    (NAME-layers.png for NAME.json), without loading the model again. --out DIR is the
     folder the figures are written into, for either kind of PATH; for a run, DIR is a folder outside
     it, or the run's own folder (its figures/ then, as without --out); a folder of another run is refused
     (RUN/.previous may draw into RUN), and figures drawn into a run's folder are drawn under that run's lock.
