@@ -6,7 +6,8 @@ import os
 import sys
 import warnings
 
-__all__ = ["TRACKS_NORMS", "IdentityShrinkageWarning", "SpanBoundWarning", "user_stacklevel", "warn_identity_shrinkage"]
+__all__ = ["TRACKS_NORMS", "IdentityShrinkageWarning", "SpanBoundWarning", "identity_shrinkage_message", "user_stacklevel",
+           "warn_identity_shrinkage"]
 
 # the packages whose frames lie between the user's call and a metric's warning: isotropy's own wrappers
 # (without_autocast), torch's Module.__call__, torchmetrics' wrapped compute and forward, and the training frameworks
@@ -52,12 +53,17 @@ class IdentityShrinkageWarning(UserWarning):
     training callbacks, :class:`isotropy.training.IsoScoreStar`) can leave this one out."""
 
 
+def identity_shrinkage_message(caller: str) -> str:
+    """What ``caller`` says when it runs IsoScore* without ``shrinkage_cov`` (the functions, the accumulator and
+    :class:`isotropy.training.IsoScoreStar` alike)."""
+    return (f"{caller}: without shrinkage_cov, Σ_S is the identity and {TRACKS_NORMS}; give shrinkage_cov=, the "
+            "(n_features, n_features) covariance matrix of a larger sample (isotropy.torch.shrinkage_covariance(sample) "
+            "or np.cov(sample, rowvar=False)).")
+
+
 def warn_identity_shrinkage(caller: str, stacklevel: int) -> None:
     """Warn that ``caller`` ran IsoScore* with Σ_S = I (:class:`IdentityShrinkageWarning`)."""
-    warnings.warn(f"{caller}: without shrinkage_cov, Σ_S is the identity and {TRACKS_NORMS}; give shrinkage_cov=, the "
-                  f"(n_features, n_features) covariance matrix of a larger sample of the same distribution "
-                  f"(np.cov(sample, rowvar=False), or isotropy.torch.shrinkage_covariance(sample)).",
-                  IdentityShrinkageWarning, stacklevel=stacklevel + 1)
+    warnings.warn(identity_shrinkage_message(caller), IdentityShrinkageWarning, stacklevel=stacklevel + 1)
 
 
 class SpanBoundWarning(UserWarning):

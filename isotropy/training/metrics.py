@@ -131,11 +131,9 @@ def _gather_all_tensors():
 def no_shrinkage_cov_warning():
     """IsoScoreStar's warning without ``shrinkage_cov``: the table's IsoScore* warning
     (:data:`isotropy.metrics.table.ISOSCORE_STAR_WARNING`) in the terms of this class, which takes the matrix."""
-    from isotropy._utils.warn import TRACKS_NORMS
+    from isotropy._utils.warn import identity_shrinkage_message
 
-    return (f"IsoScoreStar: without shrinkage_cov, Σ_S is the identity and {TRACKS_NORMS}; give shrinkage_cov=, the "
-            "(n_features, n_features) covariance matrix of a larger sample (isotropy.torch.shrinkage_covariance(sample) "
-            "or np.cov(sample, rowvar=False)).")
+    return identity_shrinkage_message("IsoScoreStar")
 
 
 def _incoming_state(metric, incoming_state):
