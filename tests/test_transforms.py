@@ -741,3 +741,64 @@ def test_all_but_the_top_says_the_bound_that_binds(shape, why):
         AllButTheTop(n_components=50).fit(np.random.default_rng(0).normal(size=shape))
     assert str(info.value) == (f"The 'n_components' parameter of AllButTheTop must be at most min(n_samples - 1, "
                                f"n_features) = {limit}: {why}. Got 50 instead.")
+
+
+# ---------------------------------------------------------------- float32 in, float32 out (scikit-learn's PCA rule)
+
+_FUNCTIONS = {
+    "all_but_the_top": lambda X: all_but_the_top(X, n_components=2),
+    "cluster_center": lambda X: cluster_center(X, n_clusters=3, random_state=0)[0],
+    "cluster_isotropy": lambda X: cluster_isotropy(X, n_clusters=3, n_components=1, random_state=0)[0],
+    "whiten": lambda X: whiten(X),
+}
+_CLASSES = {
+    "AllButTheTop": lambda: AllButTheTop(n_components=2),
+    "ClusterCentering": lambda: ClusterCentering(n_clusters=3, random_state=0),
+    "ClusterIsotropy": lambda: ClusterIsotropy(n_clusters=3, n_components=1, random_state=0),
+    "ClusterIsotropy-gmm": lambda: ClusterIsotropy(n_clusters=3, n_components=1, clustering="gmm", random_state=0),
+    "Whitening": lambda: Whitening(n_components=5),
+}
+
+
+def _blobs32(n=600, d=12):
+    X, _ = make_blobs(n, centers=3, n_features=d, cluster_std=2.0, random_state=1)
+    return (X * np.linspace(1, 4, d) + 7.0).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", list(_FUNCTIONS))
+def test_functions_keep_float32_and_compute_in_float64(name):
+    # the float64 result of the same float32 values, rounded once to float32: the arithmetic is float64's
+    X = _blobs32()
+    out, reference = _FUNCTIONS[name](X), _FUNCTIONS[name](X.astype(np.float64))
+    assert out.dtype == np.float32 and reference.dtype == np.float64
+    np.testing.assert_array_equal(out, reference.astype(np.float32))
+    assert _FUNCTIONS[name](X.astype(np.float16)).dtype == np.float64  # other dtypes: float64, as before
+
+
+@pytest.mark.parametrize("name", list(_CLASSES))
+def test_estimators_keep_float32_and_compute_in_float64(name):
+    X = _blobs32()
+    est = _CLASSES[name]().fit(X)
+    out, reference = est.transform(X), est.transform(X.astype(np.float64))
+    assert out.dtype == np.float32 and reference.dtype == np.float64
+    np.testing.assert_array_equal(out, reference.astype(np.float32))
+    assert est.fit_transform(X).dtype == np.float32
+    assert est.transform(X.astype(np.float16)).dtype == np.float64
+    assert est.transform(X.astype(np.int64)).dtype == np.float64
+    if name == "Whitening":
+        back, back64 = est.inverse_transform(out), est.inverse_transform(out.astype(np.float64))
+        assert back.dtype == np.float32
+        np.testing.assert_array_equal(back, back64.astype(np.float32))
+
+
+@pytest.mark.parametrize("name", ["AllButTheTop", "ClusterIsotropy", "Whitening"])
+def test_float32_transform_of_many_rows_holds_no_float64_copy(name):
+    # 200,000 x 64 float32 (51 MB) in 49 row chunks: the float64 copy of X and the float64 result (2x the input
+    # each: 4.x in all before) are never made; the output and a few float64 arrays of one chunk (2 MiB each) are
+    rng = np.random.default_rng(0)
+    X = (rng.normal(size=(200_000, 64)) * np.linspace(1, 3, 64)).astype(np.float32)
+    est = _CLASSES[name]().fit(X[:2_000])
+    Y, peak = _traced_peak(lambda: est.transform(X))
+    assert Y.dtype == np.float32 and Y.shape[0] == X.shape[0]
+    assert peak < Y.nbytes + 0.25 * X.nbytes, f"peak {(peak - Y.nbytes) / X.nbytes:.2f}x the input above the output"
+    np.testing.assert_allclose(Y, est.transform(X.astype(np.float64)), rtol=0, atol=1e-5 * float(np.abs(Y).max()))

@@ -9,7 +9,7 @@ import numpy as np
 
 from isotropy._utils.magnitude import extremes, safe_exponent_range
 from isotropy._utils.validation import IsotropyValueError, check_scalar
-from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy, warn_at_caller
+from isotropy.transforms._base import SameFeaturesTransformer, apply_rows, like_input, to_numpy, warn_at_caller
 from isotropy.transforms._scatter import MEAN_ROUNDING, centred_rows, column_mean, row_chunks
 
 __all__ = ["AllButTheTop", "all_but_the_top"]
@@ -178,7 +178,8 @@ def all_but_the_top(X, *, n_components="auto"):
     Returns
     -------
     X_new : ndarray or torch.Tensor of shape (n_samples, n_features)
-        Float64 for numpy input, the input's dtype and device for a tensor.
+        Float32 for float32 numpy input and float64 for other numpy input (computed in float64 either
+        way), the input's dtype and device for a tensor.
 
     Notes
     -----
@@ -200,9 +201,9 @@ def all_but_the_top(X, *, n_components="auto"):
     >>> bool(np.allclose(Y.mean(axis=0), 0.0)), bool(Y[:, 0].std() < 0.5)
     (True, True)
     """
-    Xn = to_numpy(X, caller="all_but_the_top", min_samples=1)
+    Xn, dtype = to_numpy(X, caller="all_but_the_top", min_samples=1)
     mean, components = fit_all_but_the_top(Xn, n_components=n_components)
-    return like_input(centre_and_remove(Xn, mean, components), X)
+    return like_input(apply_rows(lambda rows, _: centre_and_remove(rows, mean, components), Xn, dtype=dtype), X)
 
 
 class AllButTheTop(SameFeaturesTransformer):

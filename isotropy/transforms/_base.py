@@ -16,7 +16,9 @@ __all__ = [
     "IsotropyTransformer",
     "NewFeaturesTransformer",
     "SameFeaturesTransformer",
+    "apply_rows",
     "like_input",
+    "output_dtype",
     "to_numpy",
     "warn_at_caller",
     "warn_if_gathered",
@@ -37,13 +39,46 @@ def warn_if_gathered(X, caller: str) -> None:
                    f"apply the fitted transform a block of rows at a time (map_blocks, docs/api/transforms.md).")
 
 
-def to_numpy(X, *, caller: str, min_samples: int = 2) -> np.ndarray:
-    """Validate ``X`` of shape ``(n_samples, n_features)`` and return a float64 numpy array (never a view to mutate)."""
+def to_numpy(X, *, caller: str, min_samples: int = 2) -> tuple[np.ndarray, type]:
+    """Validate ``X`` of shape ``(n_samples, n_features)``; return it as a float64 numpy array (never a view to
+    mutate) and the dtype of the transform's numpy output (:func:`output_dtype` of the checked ``X``)."""
     warn_if_gathered(X, caller)
     X = check_X(X, caller=caller, min_samples=min_samples)
     if is_torch(X):
-        return X.detach().to("cpu").double().numpy()
-    return np.asarray(X, dtype=np.float64)
+        return X.detach().to("cpu").double().numpy(), np.float64
+    return np.asarray(X, dtype=np.float64), output_dtype(X)
+
+
+def output_dtype(X) -> type:
+    """The dtype of a transform's numpy output for the input ``X``: float32 for float32 input, float64 otherwise.
+
+    scikit-learn's rule for its transformers that preserve float32 (``PCA``, ``StandardScaler``): the fit and the
+    arithmetic stay in float64 (:func:`apply_rows`), and only the result is stored in float32, so that a float32
+    embedding matrix is not doubled in memory by its transform (a torch tensor comes back in its own dtype, by
+    :func:`like_input`). Integers, float16 and anything else give float64, as before.
+    """
+    return np.float32 if getattr(X, "dtype", None) == np.float32 and not is_torch(X) else np.float64
+
+
+def apply_rows(apply, X: np.ndarray, *, dtype=np.float64) -> np.ndarray:
+    """``apply(rows, where)`` (a row-wise transform of the float64 ``rows``, ``X[where]``) over ``X``, in ``dtype``.
+
+    Float64: ``apply(X, slice(0, n))`` itself, as it always was. Float32: ``apply`` on float64 copies of the row
+    chunks of ``X`` (:func:`~isotropy.transforms._scatter.row_chunks`), each result rounded into one float32 array:
+    the same arithmetic, in float64, and no float64 copy of ``X`` nor of the result beside it (one chunk of each).
+    """
+    if dtype == np.float64:
+        return apply(np.asarray(X, dtype=np.float64), slice(0, X.shape[0]))
+    from isotropy.transforms._scatter import row_chunks
+
+    out = None
+    for start, stop in row_chunks(*X.shape):
+        values = apply(np.asarray(X[start:stop], dtype=np.float64), slice(start, stop))
+        if out is None:
+            out = np.empty((X.shape[0], values.shape[1]), dtype=dtype)
+        out[start:stop] = values
+        del values  # (before the next chunk's: one chunk's arrays at a time)
+    return np.empty((0, X.shape[1]), dtype=dtype) if out is None else out
 
 
 def like_input(values: np.ndarray, like):
@@ -70,13 +105,21 @@ def warn_at_caller(message: str, category=UserWarning) -> None:
 class IsotropyTransformer(TransformerMixin, BaseEstimator):
     """Base class: validation with scikit-learn's rules; torch tensors converted at the boundary.
 
-    Subclasses implement ``_fit(X)`` and ``_transform(X)`` on float64 numpy arrays.
+    Subclasses implement ``_fit(X)`` and ``_transform(X)`` on float64 numpy arrays (``_transform`` row-wise: each
+    output row depends on its input row and the fitted attributes only). ``transform`` keeps float32 input in
+    float32 (:func:`output_dtype`), scikit-learn's ``preserves_dtype`` tag says so.
     """
 
     _min_samples = 1
 
-    def _validated(self, X, *, reset: bool, method: str | None = None) -> np.ndarray:
-        """``X`` as float64 numpy, checked by scikit-learn's rules, and finite (refused in the toolkit's one line).
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+    def _validated(self, X, *, reset: bool, method: str | None = None, keep_float32: bool = False) -> np.ndarray:
+        """``X`` as float64 numpy (float32 kept with ``keep_float32``), checked by scikit-learn's rules, and finite
+        (refused in the toolkit's one line).
 
         ``method`` names the caller in messages (default ``fit`` when ``reset``, else ``transform``).
         """
@@ -84,7 +127,8 @@ class IsotropyTransformer(TransformerMixin, BaseEstimator):
 
         caller = f"{type(self).__name__}.{method or ('fit' if reset else 'transform')}"
         warn_if_gathered(X, caller)
-        return validated_input(self, X, caller=caller, reset=reset, dtype=np.float64,
+        return validated_input(self, X, caller=caller, reset=reset,
+                               dtype=(np.float64, np.float32) if keep_float32 else np.float64,
                                ensure_min_samples=self._min_samples if reset else 1)
 
     def fit(self, X, y=None):
@@ -95,11 +139,12 @@ class IsotropyTransformer(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Apply the fitted transform to ``X`` of shape ``(n_samples, n_features)``.
 
-        Returns a float64 array of shape ``(n_samples, n_features_out)``; a torch tensor input gives a
-        tensor on the same device with the same dtype.
+        Returns an array of shape ``(n_samples, n_features_out)``, float32 for float32 input and float64 otherwise
+        (computed in float64 either way); a torch tensor input gives a tensor on the same device with the same dtype.
         """
         check_is_fitted(self)
-        return like_input(self._transform(self._validated(X, reset=False)), X)
+        valid = self._validated(X, reset=False, keep_float32=True)
+        return like_input(apply_rows(lambda rows, _: self._transform(rows), valid, dtype=output_dtype(valid)), X)
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit on ``X`` and return the transformed ``X`` (same as ``fit(X).transform(X)``).

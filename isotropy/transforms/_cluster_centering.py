@@ -16,7 +16,7 @@ from isotropy._utils.validation import (
     check_random_state,
     check_scalar,
 )
-from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy, warn_at_caller
+from isotropy.transforms._base import SameFeaturesTransformer, apply_rows, like_input, to_numpy, warn_at_caller
 
 __all__ = ["ClusterCentering", "cluster_center"]
 
@@ -205,7 +205,8 @@ def cluster_center(X, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1,
     Returns
     -------
     X_centered : ndarray or torch.Tensor of shape (n_samples, n_features)
-        ``x_i - mu_{c(i)}``; float64 for numpy input, the input's dtype and device for a tensor.
+        ``x_i - mu_{c(i)}``; float32 for float32 numpy input and float64 for other numpy input
+        (computed in float64 either way), the input's dtype and device for a tensor.
     labels : ndarray of shape (n_samples,)
         The cluster of every point (all zeros for one cluster).
 
@@ -241,12 +242,12 @@ def cluster_center(X, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1,
     >>> bool(np.allclose(Xc[labels == 1].mean(axis=0), 0.0))
     True
     """
-    Xn = to_numpy(X, caller="cluster_center", min_samples=1)
+    Xn, dtype = to_numpy(X, caller="cluster_center", min_samples=1)
     centers, labels, _ = fit_cluster_centers(Xn, n_clusters=n_clusters, k_range=k_range,
                                              min_silhouette=min_silhouette, n_init=n_init,
                                              silhouette_sample_size=silhouette_sample_size,
                                              random_state=random_state)
-    return like_input(Xn - centers[labels], X), labels
+    return like_input(apply_rows(lambda rows, where: rows - centers[labels[where]], Xn, dtype=dtype), X), labels
 
 
 class ClusterCentering(SameFeaturesTransformer):

@@ -17,7 +17,7 @@ from isotropy._utils.validation import (
     check_scalar,
 )
 from isotropy.transforms._all_but_the_top import numerical_rank, remove_directions, top_directions
-from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy, warn_at_caller
+from isotropy.transforms._base import SameFeaturesTransformer, apply_rows, like_input, to_numpy, warn_at_caller
 from isotropy.transforms._cluster_centering import nearest_center
 from isotropy.transforms._scatter import column_mean
 
@@ -273,7 +273,8 @@ def cluster_isotropy(X, *, n_clusters=27, n_components=12, clustering="kmeans", 
     Returns
     -------
     X_new : ndarray or torch.Tensor of shape (n_samples, n_features)
-        Float64 for numpy input, the input's dtype and device for a tensor.
+        Float32 for float32 numpy input and float64 for other numpy input (computed in float64 either
+        way), the input's dtype and device for a tensor.
     labels : ndarray of shape (n_samples,)
         The cluster of every point, ``0 .. n_clusters − 1`` (its K-means cluster, or its most probable
         mixture component), numpy whatever the input.
@@ -301,10 +302,11 @@ def cluster_isotropy(X, *, n_clusters=27, n_components=12, clustering="kmeans", 
     >>> bool(np.allclose(Y[labels == 0].mean(axis=0), 0.0)), bool(Y[:, :2].std() < 2.0)
     (True, True)
     """
-    Xn = to_numpy(X, caller="cluster_isotropy", min_samples=1)
+    Xn, dtype = to_numpy(X, caller="cluster_isotropy", min_samples=1)
     _, labels, centers, components, _, _ = fit_cluster_isotropy(
         Xn, n_clusters=n_clusters, n_components=n_components, clustering=clustering, random_state=random_state)
-    return like_input(_apply(Xn, labels, centers, components), X), labels
+    return like_input(apply_rows(lambda rows, where: _apply(rows, labels[where], centers, components), Xn, dtype=dtype),
+                      X), labels
 
 
 class ClusterIsotropy(SameFeaturesTransformer):

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from isotropy._utils.magnitude import rescaled, times_power_of_two
 from isotropy._utils.validation import IsotropyValueError, check_scalar
-from isotropy.transforms._base import NewFeaturesTransformer, like_input, to_numpy
+from isotropy.transforms._base import NewFeaturesTransformer, apply_rows, like_input, to_numpy
 from isotropy.transforms._scatter import (
     MEAN_ROUNDING,
     centred_product,
@@ -215,7 +215,8 @@ def whiten(X, *, n_components=None, eps=0.0):
     Returns
     -------
     X_white : ndarray or torch.Tensor of shape (n_samples, k)
-        Float64 for numpy input, the input's dtype and device for a tensor.
+        Float32 for float32 numpy input and float64 for other numpy input (computed in float64 either
+        way), the input's dtype and device for a tensor.
 
     Notes
     -----
@@ -242,9 +243,11 @@ def whiten(X, *, n_components=None, eps=0.0):
     >>> bool(np.allclose(np.cov(whiten(X), rowvar=False), np.eye(3)))
     True
     """
-    Xn = to_numpy(X, caller="whiten")
+    Xn, dtype = to_numpy(X, caller="whiten")
     mean, W, _, exponent = fit_whitening(Xn, n_components=n_components, eps=eps)
-    return like_input(centre_and_project(Xn, mean, W, exponent=exponent), X)  # X itself at an ordinary scale
+    # X itself at an ordinary scale
+    return like_input(apply_rows(lambda rows, _: centre_and_project(rows, mean, W, exponent=exponent), Xn, dtype=dtype),
+                      X)
 
 
 def centre_and_project(X, mean, W, *, exponent: int = 0) -> np.ndarray:
@@ -313,14 +316,14 @@ class Whitening(NewFeaturesTransformer):
 
         ``X @ (components_ * (explained_variance_ + eps_)[:, None]) + mean_``: the exact inverse of
         ``transform`` with all components kept, else the projection on the kept directions (as
-        ``PCA(whiten=True).inverse_transform``). A torch tensor input gives a tensor on the same device
-        with the same dtype.
+        ``PCA(whiten=True).inverse_transform``). Float32 for float32 input, float64 otherwise (computed in
+        float64 either way); a torch tensor input gives a tensor on the same device with the same dtype.
         """
         check_is_fitted(self)
         caller = "Whitening.inverse_transform"
-        Z = to_numpy(X, caller=caller, min_samples=1)
+        Z, dtype = to_numpy(X, caller=caller, min_samples=1)
         if Z.shape[1] != self.n_components_:
             raise IsotropyValueError(f"The 'X' parameter of {caller} must have n_components_={self.n_components_} "
                                      f"columns (whitened data). Got {Z.shape[1]} columns instead.")
         unwhiten = self.components_ * (self.explained_variance_ + self.eps_)[:, None]
-        return like_input(Z @ unwhiten + self.mean_, X)
+        return like_input(apply_rows(lambda rows, _: rows @ unwhiten + self.mean_, Z, dtype=dtype), X)

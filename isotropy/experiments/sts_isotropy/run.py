@@ -93,7 +93,9 @@ def _apply(name, config, X_fit, X, *, seed, fitted=None, key=None):
         fit_method(method, name, X_fit, config)
         if fitted is not None:
             fitted[key] = method
-    return X.astype(np.float64) if method is None else method.transform(X)
+    # float64 rows either way: a transform keeps float32 input in float32, and the committed runs (docs/runs/) were
+    # measured on its float64 output
+    return X.astype(np.float64) if method is None else method.transform(X.astype(np.float64))
 
 
 def _load_data(config, data_dir):
