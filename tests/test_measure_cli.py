@@ -235,7 +235,7 @@ def test_bad_input_one_line_exit_2(tmp_path, case):
         args, expect = [_write(tmp_path, "x.npy", X), "--metrics", "isoscore,isoscroe"], \
             r"Got 'isoscroe' instead\. Did you mean 'isoscore'\?"
     elif case == "needs_labels":
-        args, expect = [_write(tmp_path, "x.npy", X), "--metrics", "dunn_index"], r"metric 'dunn_index' needs --labels FILE"
+        args, expect = [_write(tmp_path, "x.npy", X), "--metrics", "dunn_index"], r"metric 'dunn_index' needs labels: --labels FILE .* or --label-column COLUMN"
     elif case == "bad_sample_size":
         args, expect = [_write(tmp_path, "x.npy", X), "--sample-size", "1"], r"--sample-size '1': expected an integer number of rows of at least 2"
     elif case == "missing_key":

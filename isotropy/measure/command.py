@@ -110,7 +110,7 @@ def _all_metrics(*, labels: bool, shrinkage: bool) -> list[str]:
     names, left = [], {}
     for name, spec in METRICS.items():
         if spec.needs_labels and not labels:
-            left.setdefault("they need --labels FILE", []).append(name)
+            left.setdefault("they need labels: --labels FILE or --label-column COLUMN", []).append(name)
         elif name == "isoscore_star" and not shrinkage:
             left.setdefault("without --shrinkage-sample it tracks the vector norms, not isotropy", []).append(name)
         else:
@@ -431,8 +431,6 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
     """
     if embeddings is not None and model_kwargs["model"] is not None:
         raise click.UsageError("give EMBEDDINGS or --model NAME with --texts FILE, not both.")
-    if metric_names == ALL:
-        metric_names = _all_metrics(labels=labels_path is not None, shrinkage=shrinkage_sample is not None)
     implied = label_column is not None and labels_path is None
     if implied:
         # the column of the table being measured: a user with labels beside the vectors names the column alone
@@ -440,6 +438,8 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
         if labels_path is None:
             raise click.UsageError("--label-column names a column of --labels FILE, or of the EMBEDDINGS file or "
                                    "--texts FILE itself; give --labels too.")
+    if metric_names == ALL:  # (once the labels are known: --label-column alone gives them too)
+        metric_names = _all_metrics(labels=labels_path is not None, shrinkage=shrinkage_sample is not None)
     if label_column is not None:  # labels without columns (.npy, text): refused, as read_labels refuses them
         from isotropy.io.labels import check_column
 
@@ -507,7 +507,8 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
     _check_distance(distance, metric_names, default_table="the default table" if default_table else None)
     needing_labels = [name for name in metric_names if METRICS[name].needs_labels]
     if needing_labels and labels_path is None:
-        raise click.UsageError(f"metric {needing_labels[0]!r} needs --labels FILE (one label per row of EMBEDDINGS).")
+        raise click.UsageError(f"metric {needing_labels[0]!r} needs labels: --labels FILE (one label per row of "
+                               f"EMBEDDINGS), or --label-column COLUMN where EMBEDDINGS is a table holding them.")
     # read for nothing (as --n-neighbors without MLE is refused), unless it names the labels column of EMBEDDINGS
     # itself, which then is left out of the features
     if labels_path is not None and not needing_labels and own_label_column(embeddings, labels_path,

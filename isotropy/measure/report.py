@@ -685,7 +685,7 @@ def _distinct_of_few(X, distance: str) -> int:
 
 def _too_few_note(k: int, n_samples: int, n_distinct: int) -> str:
     """Why a default table leaves MLE out: ``n_samples`` rows of ``n_distinct`` distinct points, ``k`` neighbours."""
-    low = f"--n-neighbors K with 2 <= K <= {n_distinct - 1}" if n_distinct > 2 else \
+    low = ("--n-neighbors 2" if n_distinct == 3 else f"--n-neighbors K with 2 <= K <= {n_distinct - 1}") if n_distinct > 2 else \
         ("more rows" if n_distinct == n_samples else "more distinct rows")
     if n_distinct == n_samples:
         return (f"mle_dimension left out: its default {k} neighbours need more than {k} rows, and {n_samples} are "

@@ -153,7 +153,8 @@ def span_bound_warning(name: str, n_samples: int, n_features: int) -> str | None
         return None
     span = n_samples - 1
     value = f"is at most {(span - 1) / (n_features - 1):.3g}" if name == "isoscore" else f"is at most {span}"
-    return (f"{n_samples} rows in {n_features} features span at most {span} dimensions, so the value {value} on any "
+    return (f"{n_samples} rows in {n_features} features span at most {span} dimension{'s' if span != 1 else ''}, so "
+            f"the value {value} on any "
             f"such rows (a regular simplex reaches it); measure more rows than features to compare spaces by it.")
 
 
