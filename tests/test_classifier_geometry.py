@@ -34,10 +34,10 @@ def _demo(**overrides):
     return CG.config("demo", **{**base, **overrides})
 
 
-def run(config, *, results_dir, resume=False, data_dir=None):
+def run(config, *, results_dir, resume=False, data_dir=None, overwrite=False):
     """One run through the experiment contract (CPU, one thread, quiet); returns the results."""
     return execute(CG, config, results_dir=results_dir, device="cpu", threads=1, resume=resume, data_dir=data_dir,
-                   quiet=True).results
+                   quiet=True, overwrite=overwrite).results
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def test_a_fresh_run_failing_before_its_first_result_leaves_the_previous_results
 
     monkeypatch.setattr(train_module, "train_seed", interrupted)
     with pytest.raises(Interrupt):
-        run(_demo(seeds=[0], updates=6, metric_interval=2), results_dir=tmp_path)
+        run(_demo(seeds=[0], updates=6, metric_interval=2), results_dir=tmp_path, overwrite=True)
     assert _snapshot(tmp_path) == before  # byte for byte: run.json still describes the finished run
     assert json.loads((tmp_path / "run.json").read_text())["status"] == "finished"
 

@@ -81,3 +81,23 @@ def test_callers_that_say_it_in_their_own_terms_say_it_once(tmp_path):
     assert result.output.count("Σ_S") == 1 and "shrinkage_cov" not in result.output
     notes = json.loads(out.read_text())["warnings"]["isoscore_star"]
     assert len(notes) == 1 and notes[0].endswith("give a shrinkage sample (--shrinkage-sample).")
+
+
+def test_a_shrinkage_sample_of_no_more_rows_than_features_is_said_by_measure(tmp_path):
+    """`--shrinkage-sample 5` on 64 features was taken without a word (a new user's trial): Σ_S of 5 rows is singular
+    (rank 4 at most). Said as a warning naming the rows, the features and the rows needed; not for 65 rows."""
+    rows = np.random.default_rng(1).normal(size=(200, 64)).astype(np.float32)
+    np.save(tmp_path / "x.npy", rows)
+    np.save(tmp_path / "s.npy", rows[:3])
+    for spec, said in (("5", 5), (str(tmp_path / "s.npy"), 3), ("65", None)):
+        result = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--metrics", "isoscore_star",
+                                          "--shrinkage-sample", spec, "--no-progress"])
+        assert result.exit_code == 0, result.output
+        warned = [line for line in result.stderr.splitlines() if "Σ_S is singular" in line]
+        if said is None:
+            assert warned == []
+        else:
+            assert warned == [(f"Warning: isoscore_star: the shrinkage sample of {said} rows in 64 features spans at most "
+                              f"{said - 1} dimensions, so Σ_S is singular and shrinks the covariance toward that span "
+                              f"only; draw more rows than features (at least 65) for the larger sample Σ_S stands for "
+                              f"(--shrinkage-sample).")]

@@ -11,6 +11,7 @@ import pytest
 from _tiny_models import make_tiny_bert
 from click.testing import CliRunner
 
+from isotropy._utils.validation import IsotropyValueError
 from isotropy.cli import cli
 from isotropy.measure.from_model import DEFAULT_LAYER_METRICS, LayerNote, LayerWarning, measure_layers
 
@@ -67,7 +68,12 @@ def test_isoscore_star_with_and_without_a_shrinkage_sample(bert):
         warnings.simplefilter("ignore", LayerWarning)  # TwoNN's on 8 texts, of the default metrics: not IsoScore*'s
         result = measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", shrinkage_sample=5,
                                 random_state=1)
-    assert not any("isoscore_star" in note for note in result["warnings"])
+    # 5 rows of the layer's n_features: a singular Σ_S, said (a trial's 5 rows of 64 features were taken without a word)
+    from isotropy.metrics.table import shrinkage_span_warning
+
+    assert [note for note in result["warnings"] if "isoscore_star" in note] == [
+        f"every layer: isoscore_star: {shrinkage_span_warning(5, result['n_features'])} (shrinkage_sample=)"]
+    assert result["n_features"] >= 5 and any("spans at most 4 dimensions, so Σ_S is singular" in n for n in result["warnings"])
     assert result["metrics"][:2] == ["isoscore", "isoscore_star"] and result["left_out"] == {}
     from isotropy.models.encoders import encode_pooled
 
@@ -398,3 +404,22 @@ def test_measure_layers_refusals_are_isotropy_value_errors():
 
     with pytest.raises(IsotropyValueError, match=r"The 'texts' parameter of measure_layers must hold at least 2 texts"):
         measure_layers(["only one"], model="all-MiniLM-L6-v2")
+
+
+def test_two_texts_are_refused_before_the_model_runs_when_twonn_is_measured(bert, monkeypatch):
+    """Two texts ran the whole model, then failed at every layer ("The layer must have at least 3 samples"), where one
+    text was refused at once (a new user's trial): at the sentence level the rows are the texts, known beforehand."""
+    from isotropy.models import encoders
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model ran")
+
+    monkeypatch.setattr(encoders, "encode_pooled", never)
+    with pytest.raises(IsotropyValueError, match=r"^twonn_dimension needs at least 3 rows, and the 2 texts measured "
+                                                 r"give 2 \(one row per text at the sentence level\)"):
+        measure_layers(TEXTS[:2], model=str(bert), device="cpu", layers="2")
+    with pytest.raises(IsotropyValueError, match="the 2 texts measured give 2"):
+        measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", sample_size=2)
+    monkeypatch.undo()
+    result = measure_layers(TEXTS[:2], model=str(bert), device="cpu", layers="2", metrics=["isoscore"])
+    assert result["metrics"] == ["isoscore"] and result["n_texts"] == 2

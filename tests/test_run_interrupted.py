@@ -64,7 +64,9 @@ def _cli(argv, capsys) -> tuple[int, str]:
 
 
 def _run_cli(out, capsys, *sets, extra=()):
-    argv = ["run", "_template", "--device", "cpu", "--quiet", "--results-dir", str(out)]
+    # a fresh run replaces the run of other settings these tests leave there (--overwrite: refused without it)
+    argv = ["run", "_template", "--device", "cpu", "--quiet", "--results-dir", str(out),
+            *(() if "--resume" in extra else ("--overwrite",))]
     for item in [*SMALL, *sets]:
         argv += ["--set", item]
     return _cli([*argv, *extra], capsys)
@@ -96,7 +98,7 @@ def dying(spectrum, sizes, seed):
         os.kill(os.getpid(), signal.SIGKILL)
     return original(spectrum, sizes, seed)
 R._one_seed = dying
-execute(E, E.config(sets=sys.argv[3:]), results_dir=sys.argv[1], device="cpu", quiet=True, plot=False)
+execute(E, E.config(sets=sys.argv[3:]), results_dir=sys.argv[1], device="cpu", quiet=True, plot=False, overwrite=True)
 """
 
 
@@ -211,12 +213,12 @@ def test_a_fresh_run_moves_aside_the_claims_an_earlier_version_left_unlisted(tmp
     try:
         with pytest.raises(RuntimeError):  # fails before its first result: the old claims come back
             execute(TEMPLATE, TEMPLATE.config(sets=[*SMALL, "decay=0.5"]), results_dir=tmp_path, device="cpu",
-                    quiet=True, plot=False)
+                    quiet=True, plot=False, overwrite=True)
     finally:
         template_run._one_seed = original
     assert _claims(tmp_path)["decay"] == 0.8 and _meta(tmp_path)["config"]["decay"] == 0.8
     execute(TEMPLATE, TEMPLATE.config(sets=[*SMALL, "decay=0.5"]), results_dir=tmp_path, device="cpu", quiet=True,
-            plot=False)
+            plot=False, overwrite=True)
     assert _claims(tmp_path)["decay"] == 0.5 and (tmp_path / "NOTES.md").read_text() == "mine\n"
     assert not (tmp_path / PREVIOUS_NAME).exists()
 

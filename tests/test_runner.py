@@ -29,9 +29,9 @@ TEMPLATE = template.EXPERIMENT
 SMALL = ["sample_sizes=[50, 400]", "n_features=16"]
 
 
-def _run(results_dir, *, sets=SMALL, resume=False, plot=True, threads=None):
+def _run(results_dir, *, sets=SMALL, resume=False, plot=True, threads=None, overwrite=False):
     return execute(TEMPLATE, TEMPLATE.config(sets=sets), results_dir=results_dir, device="cpu", resume=resume,
-                   quiet=True, plot=plot, threads=threads)
+                   quiet=True, plot=plot, threads=threads, overwrite=overwrite)
 
 
 def _snapshot(directory: Path) -> dict:
@@ -93,7 +93,7 @@ def test_failing_fresh_run_keeps_the_previous_results(tmp_path, monkeypatch):
 
     monkeypatch.setattr(template_run, "_one_seed", failing)
     with pytest.raises(RuntimeError):
-        _run(tmp_path, sets=[*SMALL, "decay=0.5"])
+        _run(tmp_path, sets=[*SMALL, "decay=0.5"], overwrite=True)
     assert _snapshot(tmp_path) == before  # byte for byte, run.json included
     assert not (tmp_path / ".previous").exists()
 
@@ -518,17 +518,39 @@ def test_a_replaced_run_and_a_resume_with_nothing_to_resume_are_said(tmp_path, c
     assert "found no earlier run" not in err
 
 
-def test_a_replaced_run_of_other_settings_is_said_with_them_also_with_quiet(tmp_path, capsys):
-    """`--set updates=20 --quiet` replaced the setup's finished run in its folder without a word (a user trial): the
-    notice is given with --quiet too (it deletes results), naming the settings that differ and how to keep both."""
-    execute(TEMPLATE, TEMPLATE.config(sets=SMALL), results_dir=tmp_path / "r", device="cpu", quiet=True, plot=False)
+def test_a_run_of_other_settings_is_refused_without_overwrite_and_said_with_it(tmp_path, capsys):
+    """`--set updates=20 --quiet` replaced the setup's finished run in its folder without a word (a user trial), then
+    with a notice, which a later trial still found too easy to miss (`--updates 5` after `--updates 10` deleted a
+    finished run): a fresh run into a folder holding a run of other settings is refused, naming them and the ways to
+    keep it, unless --overwrite; with it, the notice is given with --quiet too, naming the settings that differ."""
+
+    _run(tmp_path / "r", plot=False)
+    before = _snapshot(tmp_path / "r")
     capsys.readouterr()
-    execute(TEMPLATE, TEMPLATE.config(sets=[*SMALL, "seeds=[1]"]), results_dir=tmp_path / "r", device="cpu",
-            quiet=True, plot=False)
+    with pytest.raises(ValueError) as refused:
+        _run(tmp_path / "r", sets=[*SMALL, "seeds=[1]"], plot=False)
+    assert str(refused.value) == (f"{tmp_path / 'r'} holds a finished _template run, which ran with seeds=[0, 1, 2] where "
+                                  f"this one has [1]: a fresh run there would delete its results. Give --results-dir DIR "
+                                  f"to keep both, or --overwrite to replace it.")
+    assert _snapshot(tmp_path / "r") == before  # nothing touched
+    with pytest.raises(ValueError, match=r"^--resume continues the run in --results-dir \(same settings\) and --overwrite"):
+        _run(tmp_path / "r", resume=True, overwrite=True, plot=False)
+    from click.testing import CliRunner
+
+    from isotropy.experiments._command import make_command
+
+    args = ["--set", "sample_sizes=[50, 400]", "--set", "n_features=16", "--seeds", "1", "--device", "cpu", "--quiet",
+            "--no-plot", "--results-dir", str(tmp_path / "r")]
+    result = CliRunner().invoke(make_command(TEMPLATE), args)  # the command: refused (its ValueError is the CLI's line)
+    assert isinstance(result.exception, ValueError) and "or --overwrite to replace it." in str(result.exception)
+    assert _snapshot(tmp_path / "r") == before
+    capsys.readouterr()
+    _run(tmp_path / "r", sets=[*SMALL, "seeds=[1]"], plot=False, overwrite=True)
     err = capsys.readouterr().err
     assert err == (f"{tmp_path / 'r'}: replacing the finished _template run there (without --resume), which ran with "
                    f"seeds=[0, 1, 2] where this one has [1]; its results are deleted once this run writes its first result, "
                    f"and put back if it stops before (--results-dir DIR runs it elsewhere and keeps both).\n")
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["config"]["seeds"] == [1]
 
 
 def test_a_resume_that_wrote_its_results_and_then_failed_is_recorded_as_failed(tmp_path, monkeypatch):

@@ -35,7 +35,7 @@ def experiment_setups() -> dict[str, list[str]]:
 
 def run_experiment(name: str, setup: str | None = None, *, sets=(), seeds=None, results_dir=None, device="auto",
                    threads: int | None = None, resume: bool = False, data_dir=None, quiet: bool = False,
-                   plot: bool = True, **overrides):
+                   plot: bool = True, overwrite: bool = False, **overrides):
     """Run a reproduction from Python (a notebook, a script), as ``isotropy run NAME`` runs it.
 
     The same config, folder, lock, resume, records (``run.json``, ``config.yaml``, ``claims.json``) and
@@ -54,10 +54,11 @@ def run_experiment(name: str, setup: str | None = None, *, sets=(), seeds=None, 
         The seeds, as ``--seeds``.
     results_dir : path-like or None, default=None
         Where the run writes; ``None``: ``results/<experiment>/<setup>`` under the working directory
-        (a run there of another config is replaced, and said so).
-    device, threads, resume, data_dir, quiet, plot
+        (a run there of the same config is replaced, and said so; one of another config is refused unless
+        ``overwrite``).
+    device, threads, resume, data_dir, quiet, plot, overwrite
         As ``--device`` (``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``), ``--threads``,
-        ``--resume``, ``--data-dir``, ``--quiet`` and the opposite of ``--no-plot``.
+        ``--resume``, ``--data-dir``, ``--quiet``, the opposite of ``--no-plot``, and ``--overwrite``.
     **overrides
         Config keys with Python values (``updates=20``; nested keys as ``**{"istar.zeta": 0.5}``).
 
@@ -106,4 +107,5 @@ def run_experiment(name: str, setup: str | None = None, *, sets=(), seeds=None, 
                          f"{'seeds=' if twice == ['seeds'] and seeds is not None else 'a keyword'}: give each key once.")
     config = experiment.config(setup, sets=sets, **overrides)
     return execute(experiment, config, results_dir=results_dir, setup=setup or experiment.default_setup,
-                   device=device, threads=threads, resume=resume, data_dir=data_dir, quiet=quiet, plot=plot)
+                   device=device, threads=threads, resume=resume, data_dir=data_dir, quiet=quiet, plot=plot,
+                   overwrite=overwrite)

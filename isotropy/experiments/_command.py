@@ -144,7 +144,7 @@ def make_command(experiment) -> click.Command:
     setups = ", ".join(available_setups(experiment.name))
 
     def callback(setup, sets, print_config, seeds, device, threads, resume, results_dir, data_dir, no_plot, quiet,
-                 **shortcuts):
+                 overwrite, **shortcuts):
         from isotropy.experiments._config import dump_config
         from isotropy.experiments._runner import execute
 
@@ -164,7 +164,7 @@ def make_command(experiment) -> click.Command:
             warnings.showwarning = _one_line_warnings()
             outcome = execute(experiment, config, results_dir=results_dir, setup=setup or experiment.default_setup,
                               device=device, threads=threads,
-                              resume=resume, data_dir=data_dir, quiet=quiet, plot=not no_plot)
+                              resume=resume, data_dir=data_dir, quiet=quiet, plot=not no_plot, overwrite=overwrite)
         if not outcome.skipped:  # the report was written by the run, before run.json said finished
             click.echo(outcome.report, nl=False)
         for path in outcome.figures:
@@ -186,6 +186,9 @@ def make_command(experiment) -> click.Command:
                      help="CPU threads for torch and BLAS during the run (restored after) [default: the libraries']."),
         click.Option(["--resume"], is_flag=True,
                      help="Keep the finished parts in --results-dir (same config) and run the rest."),
+        click.Option(["--overwrite"], is_flag=True,
+                     help="Replace a run of other settings in --results-dir (refused without it: its results would be "
+                          "deleted)."),
         click.Option(["--results-dir"], type=click.STRING, callback=_results_dir, default=None, metavar="PATH",
                      help=f"Where results go [default: results/{experiment.name}/<setup>]."),
         click.Option(["--data-dir"], type=NonEmpty(click.Path(path_type=Path), expected="a folder path"), default=None,

@@ -448,6 +448,9 @@ def _previous_meta(results_dir: Path) -> dict | None:
     return meta if isinstance(meta, dict) else None
 
 
+_SAME_SETTINGS = ", which ran with the same settings"
+
+
 def _changed_settings(old: dict | None, new: dict, shown: int = 4) -> str:
     """``", which ran with updates=50 where this one has 20"``: the top-level settings whose values differ between the
     replaced run's config and this one's (at most ``shown``, then how many more); empty when they are the same or the
@@ -456,7 +459,7 @@ def _changed_settings(old: dict | None, new: dict, shown: int = 4) -> str:
         return ""
     keys = [key for key in new if key in old and old[key] != new[key]] + [key for key in old if key not in new]
     if not keys:
-        return ", which ran with the same settings"
+        return _SAME_SETTINGS
 
     def value(config, key):
         text = json.dumps(config.get(key), ensure_ascii=False) if key in config else "(none)"
@@ -558,8 +561,12 @@ def _claims_are_current(experiment: Experiment, results_dir: Path) -> bool:
 
 def execute(experiment: Experiment, config, *, results_dir=None, setup: str | None = None, device: str | None = "auto",
             threads: int | None = None, resume: bool = False, data_dir=None, quiet: bool = False,
-            plot: bool = True, formats=("png", "svg"), dpi: int = 150) -> RunOutcome:
+            plot: bool = True, formats=("png", "svg"), dpi: int = 150, overwrite: bool = False) -> RunOutcome:
     """Run ``experiment`` with a validated ``config`` into ``results_dir`` (see the module docstring).
+
+    A fresh run (no ``resume``) into a folder that holds a run of other settings is refused unless ``overwrite``: it
+    would delete that run's results (a re-run with one ``--set`` changed replaced a finished run in the setup's
+    folder, a trial). A run of the same settings is replaced, with a notice: this run rewrites what it held.
 
     ``config`` may also be a plain mapping (validated here), such as a saved ``config.yaml`` as
     ``yaml.safe_load`` reads it: its ``experiment`` key must name ``experiment`` and is dropped.
@@ -571,6 +578,9 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
                             where="the config mapping given to execute")
         config = validate(experiment.config_model, values, experiment=experiment.name)
     experiment.check_seeds(config)
+    if resume and overwrite:
+        raise ValueError("--resume continues the run in --results-dir (same settings) and --overwrite replaces one of "
+                         "other settings: give one of them.")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                 or not 1 <= threads <= max_threads()):
         raise ValueError(f"--threads must be an int in [1, {max_threads()}] (4 per CPU of this machine, at least 64). "
@@ -610,7 +620,7 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
                 # them back), and this repairs only directories of earlier versions or ones changed by hand.
                 ctx.log(f"{results_dir / 'claims.json'} is missing or older than the results; running again to "
                         f"rewrite it.")
-            outcome = _run_locked(experiment, config, ctx, replacement)
+            outcome = _run_locked(experiment, config, ctx, replacement, overwrite=overwrite)
         if plot:
             outcome.figures = save_figures(experiment.plot(results_dir), results_dir, formats=formats, dpi=dpi)
         elif not outcome.skipped and any((Path(results_dir) / "figures").glob("*")):  # --resume --no-plot
@@ -619,7 +629,8 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
     return outcome
 
 
-def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Replacement) -> RunOutcome:
+def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Replacement, *,
+                overwrite: bool = False) -> RunOutcome:
     with thread_limits(ctx.threads):
         started = _now()
         # before anything is loaded or written; run.json is made after prepare, which may settle the config
@@ -634,6 +645,9 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
             if previous is not None:  # said also with --quiet: it deletes results (a trial's `--set` run replaced the
                 # setup's finished run without a word); what differs, and how to keep both
                 changed = _changed_settings(previous_config, config.model_dump(mode="json"))
+                if changed and changed != _SAME_SETTINGS and not overwrite:  # after prepare: the settled config
+                    raise ValueError(f"{ctx.results_dir} holds a {previous}{changed}: a fresh run there would delete "
+                                     f"its results. Give --results-dir DIR to keep both, or --overwrite to replace it.")
                 _echo(f"{ctx.results_dir}: replacing the {previous} there (without --resume){changed}; its results "
                       f"are deleted once this run writes its first result, and put back if it stops before "
                       f"(--results-dir DIR runs it elsewhere and keeps both).")

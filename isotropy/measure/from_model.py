@@ -881,6 +881,12 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     if level == "sentence" and n_neighbors is not None and "mle_dimension" in metrics:
         # the rows are the texts (or their sample): a k they cannot give is refused before the model is loaded
         _check_mle_k(n_neighbors, texts, sample_size=sample_size)
+    rows = len(texts) if sample_size is None else min(len(texts), sample_size)
+    if level == "sentence" and "twonn_dimension" in metrics and rows < 3:
+        # refused before the model is loaded: it failed at every layer after the whole forward pass (a trial)
+        raise IsotropyValueError(f"twonn_dimension needs at least 3 rows, and the {rows} texts measured give {rows} "
+                                 f"(one row per text at the sentence level): give at least 3 texts, or measure "
+                                 f"without twonn_dimension.")
     from isotropy._utils.validation import check_scalar
 
     # numpy's own "expected non-negative integer" named no parameter; refused before the model is loaded
@@ -947,12 +953,15 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         if k > n - 1:
             raise IsotropyValueError(f"The labels put the {n} measured rows in {k} clusters; the cluster metrics "
                                      f"({named}) need between 2 and n_samples - 1 = {n - 1} clusters.")
-    shrink = {}  # layer -> Σ_S of isoscore_star
+    shrink, few = {}, None  # layer -> Σ_S of isoscore_star; the warning of a sample of too few rows
     if shrinkage_sample is not None and "isoscore_star" in metrics:
-        shrink = _shrinkage_covariances(shrinkage_sample, states, full_states, tokenizer, network, layers,
+        from isotropy.metrics.table import shrinkage_span_warning
+
+        shrink, n_drawn = _shrinkage_covariances(shrinkage_sample, states, full_states, tokenizer, network, layers,
                                         level=level, location=location, pooling=pooling, device=device,
                                         batch_size=batch_size, max_length=max_length, keep_special=keep_special,
                                         random_state=random_state, dtype=dtype)
+        few = shrinkage_span_warning(n_drawn, int(states[layers[0]].shape[1]))
     if output_modules:
         if collected is None:  # read back: the layers' cache and this row's come from the same texts
             output = cached_output
@@ -1061,6 +1070,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
         notes.append(f"every layer: isoscore_star: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).")
+    if few is not None:  # the same rows at every layer
+        notes.append(f"every layer: isoscore_star: {few} (shrinkage_sample=)")
+        warnings.warn(notes[-1], LayerWarning, stacklevel=user_stacklevel())
     measured = [row["layer"] for row in rows]
     # a metric that failed at every layer was not measured at all: an error, as on an embeddings file. The
     # output row counts as a layer here: a metric it measures was measured (its value is in the table), so one
@@ -1325,8 +1337,9 @@ class _OutputRows:
 
 
 def _shrinkage_covariances(sample, states, full_states, tokenizer, network, layers, *, level, location, pooling,
-                           device, batch_size, max_length, keep_special, random_state, dtype="float32") -> dict:
-    """Σ_S per layer: the covariance of ``sample`` rows drawn from the layer's rows, or of the texts ``sample`` embedded."""
+                           device, batch_size, max_length, keep_special, random_state, dtype="float32") -> tuple[dict, int]:
+    """``(Σ_S per layer, rows drawn)``: the covariance of ``sample`` rows drawn from the layer's rows, or of the texts ``sample``
+    embedded, and how many rows it is of (the same at every layer)."""
     import numpy as np
 
     from isotropy._utils.sampling import subsample_indices
@@ -1350,7 +1363,7 @@ def _shrinkage_covariances(sample, states, full_states, tokenizer, network, laye
                                   keep_special=keep_special, sample_size=_DEFAULT_TOKEN_SAMPLE,
                                   rng=np.random.default_rng([random_state, 1]))
     return {layer: CovarianceAccumulator().update(np.asarray(drawn[layer], dtype=np.float64)).covariance()
-            for layer in layers}
+            for layer in layers}, int(np.asarray(drawn[layers[0]]).shape[0])
 
 
 def _cell(metric: str, value: float) -> str:

@@ -1060,6 +1060,11 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features, inherit
         if S.ndim != 2 or S.shape[1] != n_features or S.shape[0] < 2:
             raise InputError(f"--shrinkage-sample {str(spec)!r} has shape {tuple(S.shape)}; expected at least 2 rows "
                              f"of {n_features} features, like EMBEDDINGS.")
+    from isotropy.metrics.table import shrinkage_span_warning
+
+    few = shrinkage_span_warning(int(S.shape[0]), n_features)
+    if few is not None:
+        click.echo(f"Warning: isoscore_star: {few} (--shrinkage-sample).", err=True)
     accumulator = _guard(CovarianceAccumulator().update, np.asarray(S))
     return _guard(accumulator.covariance)
 

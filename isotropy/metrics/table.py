@@ -158,6 +158,29 @@ def span_bound_warning(name: str, n_samples: int, n_features: int) -> str | None
             f"such rows (a regular simplex reaches it); measure more rows than features to compare spaces by it.")
 
 
+def shrinkage_span_warning(n_samples: int, n_features: int) -> str | None:
+    """The warning of a shrinkage sample of IsoScore* (Σ_S) of ``n_samples <= n_features`` rows; ``None`` otherwise.
+
+    Σ_S stabilises IsoScore* on few points by the covariance of a larger sample (Rudman & Eickhoff): ``n`` rows
+    span at most ``n − 1`` dimensions, so a Σ_S of as few rows as features is singular and shrinks the covariance
+    toward that span only (5 rows of 64 features: a rank of at most 4). A trial's ``--shrinkage-sample 5`` was taken
+    without a word.
+
+    Examples
+    --------
+    >>> shrinkage_span_warning(5, 64)[:62]
+    'the shrinkage sample of 5 rows in 64 features spans at most 4 d'
+    >>> shrinkage_span_warning(65, 64) is None
+    True
+    """
+    if n_samples > n_features or n_samples < 2:
+        return None
+    span = n_samples - 1
+    return (f"the shrinkage sample of {n_samples} rows in {n_features} features spans at most {span} "
+            f"dimension{'s' if span != 1 else ''}, so Σ_S is singular and shrinks the covariance toward that span only; "
+            f"draw more rows than features (at least {n_features + 1}) for the larger sample Σ_S stands for")
+
+
 def warn_span_bound(name: str, n_samples, n_features) -> None:
     """Warn (:class:`~isotropy._utils.warn.SpanBoundWarning`, at the user's line) when :func:`span_bound_warning`
     has a warning for ``name`` on ``n_samples`` x ``n_features`` rows (``n_samples`` unknown, NaN, on a dask array
