@@ -387,9 +387,13 @@ def test_run_json_of_python_m_isotropy_records_a_command_a_shell_runs(monkeypatc
     assert command_of(tmp_path / "t", "fallback") == "isotropy run _template --set n_features=8 --seeds 0"
 
 
-def test_run_and_measure_share_their_silencing_flags():
-    """`isotropy run` takes --no-progress as --quiet, `isotropy measure` takes --quiet as --no-progress."""
-    from isotropy.cli import load_experiment
+def test_run_and_measure_share_their_silencing_flags(tmp_path):
+    """`isotropy run` takes --no-progress as --quiet; `isotropy measure --quiet` is run's --quiet (no progress, no
+    notes; warnings and the table stay), where it was --no-progress alone and still printed every note (a trial)."""
+    import numpy as np
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli, load_experiment
     from isotropy.experiments._command import make_command
     from isotropy.measure.command import command as measure_command
 
@@ -397,9 +401,26 @@ def test_run_and_measure_share_their_silencing_flags():
     for flag in ("--quiet", "--no-progress"):
         assert run.make_context("classifier-geometry", [flag]).params["quiet"] is True
     assert run.make_context("classifier-geometry", []).params["quiet"] is False
-    for flag, expected in (("--quiet", False), ("--no-progress", False), ("--progress", True)):
-        assert measure_command.make_context("measure", ["x.npy", flag]).params["progress"] is expected
+    for flag, progress, quiet in (("--quiet", None, True), ("--no-progress", False, False), ("--progress", True, False)):
+        params = measure_command.make_context("measure", ["x.npy", flag]).params
+        assert (params["progress"], params["quiet"]) == (progress, quiet)
     assert measure_command.make_context("measure", ["x.npy"]).params["progress"] is None
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(40, 60)))  # 40 rows of 60: a span warning
+    said = {}
+    for flags in ((), ("--quiet",), ("--no-progress",)):
+        result = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), *flags])
+        assert result.exit_code == 0, result.output
+        said[flags] = result.stderr.splitlines()
+        assert "isoscore" in result.stdout
+    assert any(line.startswith("Note: isoscore_star left out") for line in said[()])
+    assert said[("--no-progress",)] == said[()]
+    assert said[("--quiet",)] == [line for line in said[()] if not line.startswith("Note: ")]
+    assert any(line.startswith("Warning: isoscore: 40 rows in 60 features") for line in said[("--quiet",)])
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--quiet", "--progress"])
+    assert result.exit_code == 2 and "--quiet turns the progress off; give --progress or --quiet, not both." in \
+        result.output
+    # the switch is put back when the command ends: the next command in this process notes again
+    assert CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy")]).stderr.splitlines() == said[()]
 
 
 def test_progress_bars_are_drawn_on_a_terminal_only(monkeypatch):

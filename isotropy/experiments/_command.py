@@ -197,7 +197,7 @@ def make_command(experiment) -> click.Command:
         click.Option(["--quiet", "--no-progress", "quiet"], is_flag=True,
                      help="No progress bars or messages on stderr (warnings and errors still print); the results "
                           "table and paths are the command's output on stdout, as without it (--no-progress: the "
-                          "same, as in 'isotropy measure')."),
+                          "same; 'isotropy measure --quiet' is this too)."),
     ]
     for flag, key, help_text in experiment.shortcuts:
         shown = key.removesuffix("[]")

@@ -18,6 +18,7 @@ import click
 from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
 from isotropy._utils.click_types import NonEmpty
 from isotropy.measure._completion import complete_embeddings, complete_metrics
+from isotropy.measure._notes import note, notes_off
 from isotropy.measure.from_model import DEFAULT_LAYER_METRICS, model_options, run_cli
 from isotropy.measure.report import (
     CLUSTER,
@@ -117,7 +118,7 @@ def _all_metrics(*, labels: bool, shrinkage: bool) -> list[str]:
             names.append(name)
     if left:
         why = "; ".join(f"{', '.join(out)} ({reason})" for reason, out in left.items())
-        click.echo(f"Note: --metrics all: left out {why}.", err=True)
+        note(f"--metrics all: left out {why}.")
     return names
 
 
@@ -400,9 +401,12 @@ class _MeasureCommand(click.Command):
 @click.option("--shrinkage-key", default=None, metavar="K",
               help="Array to read from a --shrinkage-sample FILE holding several, as --key for EMBEDDINGS (default: "
                    "--key, where that file holds several arrays).")
-@click.option("--progress/--no-progress", " /--quiet", default=None,
+@click.option("--progress/--no-progress", default=None,
               help="Show a progress bar on stderr (default: when stderr is a terminal; --progress also "
-                   "when it is not, e.g. in a log file, as one line per metric and per tenth of its work). --quiet: the same as --no-progress, as in 'isotropy run'.")
+                   "when it is not, e.g. in a log file, as one line per metric and per tenth of its work).")
+@click.option("--quiet", is_flag=True,
+              help="No progress and no notes on stderr (warnings and errors still print), as in 'isotropy run'; the "
+                   "table is the output on stdout, as without it.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Run on the dask.distributed cluster whose scheduler is at ADDRESS (e.g. tcp://host:8786).")
 @click.option("--workers", callback=_parse_workers, default=None, metavar="N",
@@ -413,8 +417,8 @@ class _MeasureCommand(click.Command):
                    "isotropy.memory-limit, else 'auto' (the machine's memory divided among the workers).")
 @model_options
 def command(embeddings, labels_path, label_column, metric_names, shrinkage_sample, json_path, sample_size,
-            random_state, distance, n_neighbors, averaging, zeta, key, shrinkage_key, progress, scheduler, workers, memory_limit,
-            **model_kwargs):
+            random_state, distance, n_neighbors, averaging, zeta, key, shrinkage_key, progress, quiet, scheduler, workers,
+            memory_limit, **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
@@ -429,6 +433,11 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
     With --model NAME --texts FILE instead of EMBEDDINGS: embeds the texts with the model and
     prints one row per hidden layer (isotropy.measure.from_model).
     """
+    if quiet:
+        if progress:
+            raise click.UsageError("--quiet turns the progress off; give --progress or --quiet, not both.")
+        progress = False
+    click.get_current_context().with_resource(notes_off(quiet))  # the notes back on when the command ends
     if embeddings is not None and model_kwargs["model"] is not None:
         raise click.UsageError("give EMBEDDINGS or --model NAME with --texts FILE, not both.")
     implied = label_column is not None and labels_path is None

@@ -412,9 +412,10 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
             if held is not None:
                 data = dataclasses.replace(data, X=held)
             elif not _read_by_workers(embeddings):
-                print(f"Note: {embeddings} is read into this process and sent to the workers with each metric's "
-                      f"tasks; as .npy or a folder of .npy/.parquet shards the workers read it themselves.",
-                      file=sys.stderr, flush=True)
+                from isotropy.measure._notes import note
+
+                note(f"{embeddings} is read into this process and sent to the workers with each metric's tasks; as "
+                     f".npy or a folder of .npy/.parquet shards the workers read it themselves.")
             record_extra = {
                 "scheduler": where_run["scheduler"],
                 "workers": where_run["workers"],

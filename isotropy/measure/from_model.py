@@ -23,6 +23,7 @@ import click
 
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.errors import IsotropyValueError
+from isotropy.measure._notes import note
 
 __all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "LayerNote", "LayerWarning", "MetricFailedWarning", "format_table",
            "measure_layers", "model_identity", "model_options", "plot_layers", "read_texts", "run_cli",
@@ -1559,11 +1560,10 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         if getattr(texts, "stripped", 0):
             n_stripped = texts.stripped
             # "had white space around them, left out" read as texts dropped (a trial): the spaces go, every text stays
-            click.echo(f"Note: the white space around {n_stripped} of {len(texts)} texts was stripped, every text kept "
-                       f"(a tokenizer may make a token of a trailing space, and --pooling last would read it).", err=True)
+            note(f"the white space around {n_stripped} of {len(texts)} texts was stripped, every text kept "
+                 f"(a tokenizer may make a token of a trailing space, and --pooling last would read it).")
         if getattr(texts, "column_read", None) is not None:  # a position off by one reads another column, silently
-            click.echo(f'Note: --text-column {text_column}: {texts.column_read}, first text: "{_short(texts[0])}"',
-                       err=True)
+            note(f'--text-column {text_column}: {texts.column_read}, first text: "{_short(texts[0])}"')
         labels = None
         if labels_path is not None:
             from isotropy.io.labels import read_labels
@@ -1572,8 +1572,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
             labels = read_labels(labels_path, n_rows=len(texts), column=label_column, row_kind="texts",
                                      encoding=encoding, row_note=getattr(texts, "skipped", None), _read_as=read_as)
             if read_as:
-                click.echo(f'Note: --label-column {label_column}: {read_as[0]}, first label: "{_short(str(labels[0]))}"',
-                           err=True)
+                note(f'--label-column {label_column}: {read_as[0]}, first label: "{_short(str(labels[0]))}"')
             if getattr(labels, "ndim", 1) != 1:
                 raise IsotropyValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
         inputs = None
@@ -1619,7 +1618,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         # (layer_message: a metric's X is the layer's vectors here, "the layer", not a file of EMBEDDINGS)
         for w in caught:
             if issubclass(w.category, LayerNote):
-                click.echo(f"Note: {w.message}.", err=True)
+                note(f"{w.message}.")
             elif issubclass(w.category, LayerWarning):
                 click.echo(f"Warning: {w.message}", err=True)
         for w in caught:
@@ -1644,17 +1643,17 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
 
     left_out = {name: command_words(reason) for name, reason in result["left_out"].items()}  # the command's words
     for reason in left_out.values():
-        click.echo(f"Note: {reason}.", err=True)
+        note(f"{reason}.")
     if result["output_modules"]:
-        click.echo(f"Note: {model} is a sentence-transformers model: the row 'output' is its own output "
-                   f"(SentenceTransformer.encode: {', '.join(result['output_modules'])}), its texts cut at "
-                   f"--max-length tokens as the layers' are; the hidden layers use "
-                   f"--pooling {pooling}.", err=True)
+        note(f"{model} is a sentence-transformers model: the row 'output' is its own output "
+             f"(SentenceTransformer.encode: {', '.join(result['output_modules'])}), its texts cut at "
+             f"--max-length tokens as the layers' are; the hidden layers use "
+             f"--pooling {pooling}.")
     n = result["rows"][0]["n_samples"]
     unit = "texts" if level == "sentence" else "tokens"
     if sample_size is not None and sample_size >= result["n_rows_total"]:  # not silently, as for EMBEDDINGS' rows
-        click.echo(f"Note: --sample-size {sample_size} is not below the {result['n_rows_total']} {unit} of --texts: "
-                   f"every one is measured.", err=True)
+        note(f"--sample-size {sample_size} is not below the {result['n_rows_total']} {unit} of --texts: "
+             f"every one is measured.")
     sampled = f" (a sample of {n} of {result['n_rows_total']} {unit})" if n < result["n_rows_total"] else ""
     rows = f"{n} tokens x " if level == "token" else ""
     click.echo(f"{model} on {'standard input' if from_stdin else texts_path}: {len(texts)} texts, {level} level"

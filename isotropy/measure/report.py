@@ -22,6 +22,7 @@ import warnings
 import click
 
 from isotropy._utils.errors import Terminated
+from isotropy.measure._notes import note, notes_silenced
 from isotropy.metrics import table as _table
 
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "InputError", "report", "shrinkage_covariance"]
@@ -91,13 +92,13 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     too_few = _mle_left_out(metric_names, data.n_samples, default_table=default_table, n_neighbors=n_neighbors,
                            averaging=averaging, X=data.X, distance=distance)
     if too_few is not None:
-        click.echo(f"Note: {too_few}.", err=True)
+        note(f"{too_few}.")
         metric_names = [name for name in metric_names if name != "mle_dimension"]
     if distance == "cosine" and _COSINE_HALVES.intersection(metric_names):
-        click.echo(f"Note: {', '.join(sorted(_COSINE_HALVES.intersection(metric_names)))}: {_COSINE_NOTE}", err=True)
+        note(f"{', '.join(sorted(_COSINE_HALVES.intersection(metric_names)))}: {_COSINE_NOTE}")
     euclidean_only = _euclidean_only(metric_names) if distance != "euclidean" else []
     if euclidean_only:  # the table would otherwise show their euclidean values under the header's "cosine distance"
-        click.echo(f"Note: {', '.join(euclidean_only)}: {_EUCLIDEAN_NOTE}", err=True)
+        note(f"{', '.join(euclidean_only)}: {_EUCLIDEAN_NOTE}")
     rows = _TableRows(metric_names)
     echo(rows.head())
 
@@ -109,7 +110,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
                                       progress=progress, n_neighbors=n_neighbors, zeta=zeta, averaging=averaging,
                                       leave_out=leave_out):
             if outcome.left_out is not None:
-                click.echo(f"Note: {outcome.left_out}.", err=True)
+                note(f"{outcome.left_out}.")
                 results.left_out[name] = outcome.left_out
                 continue
             results.add(name, outcome)
@@ -315,8 +316,7 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
         labels = _guard(read_labels, labels_path, n_rows=n_rows, column=label_column, encoding=labels_encoding,
                         _read_as=read_as)
         if read_as:
-            click.echo(f'Note: --label-column {label_column}: {read_as[0]}, first label: "{shorten_cell(labels[0])}"',
-                       err=True)
+            note(f'--label-column {label_column}: {read_as[0]}, first label: "{shorten_cell(labels[0])}"')
     shrinkage_cov = None
     if shrinkage_sample is not None:
         from isotropy.io.embeddings import takes_key
@@ -341,8 +341,8 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
     n_samples = X.shape[0]
     where = f" (a sample of {n_samples} of its {n_rows} rows)" if n_samples < n_rows else ""
     if sample_size is not None and sample_size >= n_rows:  # not silently: the JSON still says what was asked
-        click.echo(f"Note: --sample-size {sample_size} is not below the {n_rows} rows of {embeddings}: every row is "
-                   f"measured.", err=True)
+        note(f"--sample-size {sample_size} is not below the {n_rows} rows of {embeddings}: every row is "
+             f"measured.")
     if n_samples < 2:
         raise InputError(f"EMBEDDINGS {embeddings!r} has {n_samples} row{'s' if n_samples != 1 else ''}; "
                          f"expected at least 2 rows (points).")
@@ -364,8 +364,8 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
             why = (f"the labels are numbers with fractions ({fraction!r}), scores rather than classes?"
                    if fraction is not None else f"fewer than 2 rows per cluster on average, {singles} of them of a "
                                                 f"single row")
-            click.echo(f"Note: LABELS {str(labels_path)!r}: {n_clusters} clusters for {n_samples} rows{where}, each "
-                       f"distinct label one cluster; {why}", err=True)
+            note(f"LABELS {str(labels_path)!r}: {n_clusters} clusters for {n_samples} rows{where}, each "
+                 f"distinct label one cluster; {why}")
     return _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
                   cluster_ids=cluster_ids, n_clusters=n_clusters, shrinkage_cov=shrinkage_cov, shrinkage_key=shrinkage_key,
                   rows=rows if n_samples < n_rows else None)
@@ -727,10 +727,10 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
         search = name in one_pass  # TwoNN and MLE from one search: one note, before it
         if name in QUADRATIC and not (search and shared):
             tiles = (data.tile_threads or (None, True)) if is_dask(X) else None
-            note = _cost_note(_SHARED_SEARCH if search else name, *X.shape, distributed=tiles,
+            cost = _cost_note(_SHARED_SEARCH if search else name, *X.shape, distributed=tiles,
                               names=one_pass if search else None, n_neighbors=n_neighbors)
-            if note:
-                bar.write(note, file=sys.stderr)
+            if cost and not notes_silenced():
+                bar.write(cost, file=sys.stderr)
         function = spec.function
         if search:
             function = functools.partial(_one_neighbour_pass, shared, name, n_neighbors=n_neighbors,
@@ -1013,9 +1013,9 @@ def _isoscore_star_note(metric_names, *, has_shrinkage, default_table) -> str | 
     if has_shrinkage:
         return None
     if default_table and "isoscore_star" not in metric_names:
-        note = f"{_table.ISOSCORE_STAR_NOTE} (--shrinkage-sample)"
-        click.echo(f"Note: {note}.", err=True)
-        return note
+        left_out = f"{_table.ISOSCORE_STAR_NOTE} (--shrinkage-sample)"
+        note(f"{left_out}.")
+        return left_out
     if "isoscore_star" in metric_names:
         click.echo(f"Warning: {_table.ISOSCORE_STAR_WARNING} (--shrinkage-sample).", err=True)
     return None
@@ -1039,9 +1039,9 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features, inherit
     if isinstance(spec, int):
         n_rows = X_full.shape[0]
         if spec >= n_rows:  # as --sample-size: a note, every row (an error before, where --sample-size was a note)
-            click.echo(f"Note: --shrinkage-sample {spec} is not below the {n_rows} rows of EMBEDDINGS: Σ_S is the "
-                       f"covariance of every row (with every row measured, that of the rows measured: isoscore_star is "
-                       f"then isoscore).", err=True)
+            note(f"--shrinkage-sample {spec} is not below the {n_rows} rows of EMBEDDINGS: Σ_S is the "
+                 f"covariance of every row (with every row measured, that of the rows measured: isoscore_star is "
+                 f"then isoscore).")
         rows = subsample_indices(n_rows, spec, random_state=[random_state, 1])
         S = X_full[rows]
         S = S.compute() if is_dask(S) else S
