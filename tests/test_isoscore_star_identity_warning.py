@@ -101,3 +101,22 @@ def test_a_shrinkage_sample_of_no_more_rows_than_features_is_said_by_measure(tmp
                               f"{said - 1} dimensions, so Σ_S is singular and shrinks the covariance toward that span "
                               f"only; draw more rows than features (at least 65) for the larger sample Σ_S stands for "
                               f"(--shrinkage-sample).")]
+
+
+def test_the_singular_shrinkage_sample_is_said_only_where_isoscore_star_runs(tmp_path):
+    """Σ_S is read whenever --shrinkage-sample is given; its warning is IsoScore*'s, so a table without it says nothing
+    (a review: `--metrics isoscore --shrinkage-sample 5` warned of a metric not measured). Drawn from every row of a
+    file of no more rows than features, more rows can only come from a FILE: said."""
+    rows = np.random.default_rng(2).normal(size=(30, 64)).astype(np.float32)
+    np.save(tmp_path / "x.npy", rows)
+
+    def stderr(*args):
+        result = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--no-progress", *args])
+        assert result.exit_code == 0, result.output
+        return [line for line in result.stderr.splitlines() if "Σ_S is singular" in line]
+
+    assert stderr("--metrics", "isoscore", "--shrinkage-sample", "5") == []
+    assert stderr("--metrics", "isoscore_star", "--shrinkage-sample", "5")[0].endswith(
+        "for the larger sample Σ_S stands for (--shrinkage-sample).")
+    assert stderr("--metrics", "isoscore_star", "--shrinkage-sample", "30")[0].endswith(
+        "for the larger sample Σ_S stands for; or give a FILE of more rows (--shrinkage-sample).")

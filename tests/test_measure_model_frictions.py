@@ -72,7 +72,7 @@ def test_isoscore_star_with_and_without_a_shrinkage_sample(bert):
     from isotropy.metrics.table import shrinkage_span_warning
 
     assert [note for note in result["warnings"] if "isoscore_star" in note] == [
-        f"every layer: isoscore_star: {shrinkage_span_warning(5, result['n_features'])} (shrinkage_sample=)"]
+        f"every layer: isoscore_star: {shrinkage_span_warning(5, result['n_features'])} (shrinkage_sample=)."]
     assert result["n_features"] >= 5 and any("spans at most 4 dimensions, so Σ_S is singular" in n for n in result["warnings"])
     assert result["metrics"][:2] == ["isoscore", "isoscore_star"] and result["left_out"] == {}
     from isotropy.models.encoders import encode_pooled
@@ -406,20 +406,33 @@ def test_measure_layers_refusals_are_isotropy_value_errors():
         measure_layers(["only one"], model="all-MiniLM-L6-v2")
 
 
-def test_two_texts_are_refused_before_the_model_runs_when_twonn_is_measured(bert, monkeypatch):
-    """Two texts ran the whole model, then failed at every layer ("The layer must have at least 3 samples"), where one
-    text was refused at once (a new user's trial): at the sentence level the rows are the texts, known beforehand."""
+def test_two_texts_leave_twonn_out_of_the_default_table_and_are_refused_for_it_before_the_model_runs(bert, monkeypatch,
+                                                                                                     tmp_path):
+    """Two texts ran the whole model, then TwoNN failed at every layer ("The layer must have at least 3 samples"),
+    where one text was refused at once (a new user's trial): at the sentence level the rows are the texts, known
+    beforehand. Asked for by name, TwoNN is refused before the model runs; the default table leaves it out with a note
+    (as the file's default table leaves MLE out) and measures the rest."""
     from isotropy.models import encoders
 
     def never(*args, **kwargs):
         raise AssertionError("the model ran")
 
-    monkeypatch.setattr(encoders, "encode_pooled", never)
-    with pytest.raises(IsotropyValueError, match=r"^twonn_dimension needs at least 3 rows, and the 2 texts measured "
-                                                 r"give 2 \(one row per text at the sentence level\)"):
-        measure_layers(TEXTS[:2], model=str(bert), device="cpu", layers="2")
-    with pytest.raises(IsotropyValueError, match="the 2 texts measured give 2"):
-        measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", sample_size=2)
-    monkeypatch.undo()
-    result = measure_layers(TEXTS[:2], model=str(bert), device="cpu", layers="2", metrics=["isoscore"])
-    assert result["metrics"] == ["isoscore"] and result["n_texts"] == 2
+    with monkeypatch.context() as patch:
+        patch.setattr(encoders, "encode_pooled", never)
+        with pytest.raises(IsotropyValueError, match=r"^twonn_dimension needs at least 3 rows, and the texts measured "
+                                                     r"give 2 \(one row per text at the sentence level\): give at least "
+                                                     r"3 texts, or measure without twonn_dimension\.$"):
+            measure_layers(TEXTS[:2], model=str(bert), device="cpu", layers="2", metrics=["isoscore", "twonn_dimension"])
+        with pytest.raises(IsotropyValueError, match=r"give 2 .*: measure a sample of at least 3 of the 8 texts "
+                                                     r"\(--sample-size; sample_size= in Python\)"):
+            measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", sample_size=2, metrics=["twonn_dimension"])
+    result = measure_layers(TEXTS[:2], model=str(bert), device="cpu", layers="2")
+    assert "twonn_dimension" not in result["metrics"] and "isoscore" in result["metrics"] and result["errors"] == {}
+    assert result["left_out"]["twonn_dimension"] == (
+        "twonn_dimension left out: twonn_dimension needs at least 3 rows, and the texts measured give 2 (one row per "
+        "text at the sentence level); give at least 3 texts to measure it")
+    (tmp_path / "two.txt").write_text("\n".join(TEXTS[:2]) + "\n")
+    done = CliRunner().invoke(cli, ["measure", "--model", str(bert), "--texts", str(tmp_path / "two.txt"), "--layers",
+                                    "2", "--device", "cpu"])
+    assert done.exit_code == 0, done.output
+    assert "Note: twonn_dimension left out: twonn_dimension needs at least 3 rows" in done.stderr

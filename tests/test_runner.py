@@ -552,7 +552,8 @@ def test_a_run_of_other_settings_is_refused_without_overwrite_and_said_with_it(t
         _run(tmp_path / "r", sets=[*SMALL, "seeds=[1]"], plot=False)
     assert str(refused.value) == (f"{tmp_path / 'r'} holds a finished _template run, which ran with seeds=[0, 1, 2] where "
                                   f"this one has [1]: a fresh run there would delete its results. Give --results-dir DIR "
-                                  f"to keep both, or --overwrite to replace it.")
+                                  f"to keep both, or --overwrite to replace it (results_dir= and overwrite=True in "
+                                  f"Python).")
     assert _snapshot(tmp_path / "r") == before  # nothing touched
     with pytest.raises(ValueError, match=r"^--resume continues the run in --results-dir \(same settings\) and --overwrite"):
         _run(tmp_path / "r", resume=True, overwrite=True, plot=False)
@@ -563,7 +564,7 @@ def test_a_run_of_other_settings_is_refused_without_overwrite_and_said_with_it(t
     args = ["--set", "sample_sizes=[50, 400]", "--set", "n_features=16", "--seeds", "1", "--device", "cpu", "--quiet",
             "--no-plot", "--results-dir", str(tmp_path / "r")]
     result = CliRunner().invoke(make_command(TEMPLATE), args)  # the command: refused (its ValueError is the CLI's line)
-    assert isinstance(result.exception, ValueError) and "or --overwrite to replace it." in str(result.exception)
+    assert isinstance(result.exception, ValueError) and "or --overwrite to replace it" in str(result.exception)
     assert _snapshot(tmp_path / "r") == before
     capsys.readouterr()
     _run(tmp_path / "r", sets=[*SMALL, "seeds=[1]"], plot=False, overwrite=True)
@@ -678,3 +679,28 @@ def test_a_runs_own_config_yaml_reruns_into_a_folder_named_for_that_run(tmp_path
         assert _setup_label("results/classifier-geometry/demo/config.yaml") == "demo"
     finally:
         os.chdir(cwd)
+
+
+def test_a_rerun_whose_saved_config_differs_only_by_an_old_default_is_not_refused(tmp_path, monkeypatch, capsys):
+    """A run saved before a default changed records the old value (classifier-geometry's text_column "text", now
+    null): compared raw, the same command was refused as a run of other settings (a review), where --resume takes it
+    as the same config. Compared through hashed_values, as --resume compares them, it is replaced as the same."""
+    _run(tmp_path / "r", plot=False)
+    meta_path = tmp_path / "r" / "run.json"
+    meta = json.loads(meta_path.read_text())
+    new_default = meta["config"]["decay"]
+    meta["config"]["decay"] = 0.123  # what an earlier version saved for today's default
+    meta_path.write_text(json.dumps(meta))
+    config_model = TEMPLATE.config_model
+
+    def hashed_values(cls, values):
+        return {**values, "decay": new_default if values.get("decay") == 0.123 else values.get("decay")}
+
+    monkeypatch.setattr(config_model, "hashed_values", classmethod(hashed_values))
+    capsys.readouterr()
+    _run(tmp_path / "r", plot=False)  # not refused
+    assert "which ran with the same settings" in capsys.readouterr().err
+    meta["config"]["decay"] = 0.5  # another value: other settings, refused
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=rf"which ran with decay=0\.5 where this one has {new_default}"):
+        _run(tmp_path / "r", plot=False)

@@ -4,7 +4,7 @@ Every ``isotropy run NAME`` command is built by :func:`isotropy.experiments._com
 from an :class:`Experiment`; each experiment keeps only its science. The same flags everywhere::
 
     --setup NAME|FILE.yaml   --set KEY=VALUE (repeatable, dotted)   --print-config
-    --seeds 0,1,2   --device auto|cpu|cuda[:N]|mps   --threads N   --resume
+    --seeds 0,1,2   --device auto|cpu|cuda[:N]|mps   --threads N   --resume   --overwrite
     --results-dir DIR   --data-dir DIR   --no-plot   --quiet
 
 and the same results directory::
@@ -20,8 +20,9 @@ and the same results directory::
 
 What :func:`execute` guarantees, in order: the config is validated (by the command) and the
 model and data are loaded (``prepare``) *before* the results directory is touched; a lock keeps a
-second run out of the directory; a fresh run moves the previous run's files aside and deletes
-them only once it has written its first result (restored if it fails before that); ``run.json``
+second run out of the directory; a fresh run into a directory holding a run of other settings is refused
+unless ``--overwrite``; a fresh run moves the previous run's files aside and deletes them only once it has
+written its first result (restored if it fails before that); ``run.json``
 says ``running`` from the start and ``finished``, ``failed`` (with the error) or ``interrupted``
 (Ctrl-C) at the end, and ``finished`` only once ``report`` has written ``claims.json``; torch/BLAS
 threads are restored afterwards; ``run`` never plots, figures come from ``plot`` (drawn after
@@ -644,10 +645,15 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
         if not ctx.resume:
             if previous is not None:  # said also with --quiet: it deletes results (a trial's `--set` run replaced the
                 # setup's finished run without a word); what differs, and how to keep both
-                changed = _changed_settings(previous_config, config.model_dump(mode="json"))
+                # compared as --resume compares them (hashed_values: a default changed since maps back to the old one,
+                # so an identical re-run of a folder saved before is not taken for other settings)
+                hashed = experiment.config_model.hashed_values
+                changed = _changed_settings(None if previous_config is None else hashed(previous_config),
+                                            hashed(config.model_dump(mode="json")))
                 if changed and changed != _SAME_SETTINGS and not overwrite:  # after prepare: the settled config
                     raise ValueError(f"{ctx.results_dir} holds a {previous}{changed}: a fresh run there would delete "
-                                     f"its results. Give --results-dir DIR to keep both, or --overwrite to replace it.")
+                                     f"its results. Give --results-dir DIR to keep both, or --overwrite to replace it "
+                                     f"(results_dir= and overwrite=True in Python).")
                 _echo(f"{ctx.results_dir}: replacing the {previous} there (without --resume){changed}; its results "
                       f"are deleted once this run writes its first result, and put back if it stops before "
                       f"(--results-dir DIR runs it elsewhere and keeps both).")

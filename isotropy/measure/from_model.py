@@ -882,12 +882,19 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     if level == "sentence" and n_neighbors is not None and "mle_dimension" in metrics:
         # the rows are the texts (or their sample): a k they cannot give is refused before the model is loaded
         _check_mle_k(n_neighbors, texts, sample_size=sample_size)
+    left_out = {}  # the metrics of the default table left out, with why (the JSON's left_out, the command's notes)
     rows = len(texts) if sample_size is None else min(len(texts), sample_size)
     if level == "sentence" and "twonn_dimension" in metrics and rows < 3:
-        # refused before the model is loaded: it failed at every layer after the whole forward pass (a trial)
-        raise IsotropyValueError(f"twonn_dimension needs at least 3 rows, and the {rows} texts measured give {rows} "
-                                 f"(one row per text at the sentence level): give at least 3 texts, or measure "
-                                 f"without twonn_dimension.")
+        # known before the model is loaded: it failed at every layer after the whole forward pass (a trial). Left out
+        # of the default table with a note (as the file's default table leaves MLE out); refused when asked for
+        more = ("give at least 3 texts" if rows == len(texts) else
+                f"measure a sample of at least 3 of the {len(texts)} texts (--sample-size; sample_size= in Python)")
+        why = (f"twonn_dimension needs at least 3 rows, and the texts measured give {rows} (one row per text at the "
+               f"sentence level)")
+        if not default_metrics:
+            raise IsotropyValueError(f"{why}: {more}, or measure without twonn_dimension.")
+        metrics = [m for m in metrics if m != "twonn_dimension"]
+        left_out["twonn_dimension"] = f"twonn_dimension left out: {why}; {more} to measure it"
     from isotropy._utils.validation import check_scalar
 
     # numpy's own "expected non-negative integer" named no parameter; refused before the model is loaded
@@ -1072,7 +1079,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
         notes.append(f"every layer: isoscore_star: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).")
     if few is not None:  # the same rows at every layer
-        notes.append(f"every layer: isoscore_star: {few} (shrinkage_sample=)")
+        notes.append(f"every layer: isoscore_star: {few} (shrinkage_sample=).")
         warnings.warn(notes[-1], LayerWarning, stacklevel=user_stacklevel())
     measured = [row["layer"] for row in rows]
     # a metric that failed at every layer was not measured at all: an error, as on an embeddings file. The
@@ -1107,7 +1114,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                                  else f"{len(shrinkage_sample)} texts"),
             # (as isotropy measure's JSON: the metrics of the default table it left out, with why)
             "left_out": ({"isoscore_star": f"{ISOSCORE_STAR_NOTE} (shrinkage_sample=)"}
-                         if default_metrics and shrinkage_sample is None else {}),
+                         if default_metrics and shrinkage_sample is None else {}) | left_out,
             "output_modules": output_modules}
 
 
@@ -1613,14 +1620,16 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                     raise
                 raise IsotropyValueError(f"--labels {str(labels_path)!r} puts {str(exc)[len('The labels put '):]}"
                                          ) from None
+        from isotropy.measure.report import command_words
+
         # the notes and layer warnings first, in their order, as the command said them when measure_layers printed
         # them itself (before it returned, hence before the warnings below); their text as it is, the metrics' own
         # (layer_message: a metric's X is the layer's vectors here, "the layer", not a file of EMBEDDINGS)
         for w in caught:
             if issubclass(w.category, LayerNote):
                 note(f"{w.message}.")
-            elif issubclass(w.category, LayerWarning):
-                click.echo(f"Warning: {w.message}", err=True)
+            elif issubclass(w.category, LayerWarning):  # (a Python spelling of ours, such as shrinkage_sample=: the option's)
+                click.echo(f"Warning: {command_words(str(w.message))}", err=True)
         for w in caught:
             if issubclass(w.category, (MetricFailedWarning, LayerNote, LayerWarning)):
                 continue  # in result["errors"]: said below as the metric's error, with the option's name; said above
@@ -1639,8 +1648,6 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
 
         # (an error about k when no --n-neighbors was given is about its default)
         raise _InputError(option_names(import_error_message(exc), n_neighbors_given=n_neighbors is not None)) from None
-    from isotropy.measure.report import command_words
-
     left_out = {name: command_words(reason) for name, reason in result["left_out"].items()}  # the command's words
     for reason in left_out.values():
         note(f"{reason}.")

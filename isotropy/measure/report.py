@@ -89,6 +89,11 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     echo(header + header_extra)
     star_left_out = _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None,
                                         default_table=default_table)
+    if "isoscore_star" in metric_names and data.shrinkage_rows is not None:
+        few = _table.shrinkage_span_warning(data.shrinkage_rows, data.n_features)
+        if few is not None:  # a Σ_S of all the rows of EMBEDDINGS: more rows can only come from a file
+            more = ("; or give a FILE of more rows" if data.shrinkage_rows >= data.n_rows else "")
+            click.echo(f"Warning: isoscore_star: {few}{more} (--shrinkage-sample).", err=True)
     too_few = _mle_left_out(metric_names, data.n_samples, default_table=default_table, n_neighbors=n_neighbors,
                            averaging=averaging, X=data.X, distance=distance)
     if too_few is not None:
@@ -239,6 +244,7 @@ class _Input:
     n_clusters: int | None
     shrinkage_cov: object = None  # Σ_S of isoscore_star from --shrinkage-sample (float64, d x d), or None
     shrinkage_key: str | None = None  # the array read from a --shrinkage-sample container (the JSON's shrinkage_key)
+    shrinkage_rows: int | None = None  # the rows Σ_S is the covariance of (a singular Σ_S is said where IsoScore* runs)
     # on the dask path: (the tiles run at once, whether on this machine's cores[, whether in this process]), for the
     # O(n²) notes (open_cluster's "threads"); None in memory
     tile_threads: tuple | None = None
@@ -317,7 +323,7 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
                         _read_as=read_as)
         if read_as:
             note(f'--label-column {label_column}: {read_as[0]}, first label: "{shorten_cell(labels[0])}"')
-    shrinkage_cov = None
+    shrinkage_cov = shrinkage_rows = None
     if shrinkage_sample is not None:
         from isotropy.io.embeddings import takes_key
 
@@ -325,8 +331,9 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
         inherited = shrinkage_key is None and key is not None and not isinstance(shrinkage_sample, int) \
             and takes_key(shrinkage_sample)
         shrinkage_key = key if inherited else shrinkage_key
-        shrinkage_cov = shrinkage_covariance(shrinkage_sample, X, key=shrinkage_key, random_state=random_state,
-                                             n_features=n_features, inherited=inherited)
+        shrinkage_cov, shrinkage_rows = shrinkage_covariance(shrinkage_sample, X, key=shrinkage_key,
+                                                             random_state=random_state, n_features=n_features,
+                                                             inherited=inherited)
     rows = subsample_indices(n_rows, sample_size, random_state=random_state)
     if len(rows) < n_rows:
         X = X[rows]
@@ -368,7 +375,7 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
                  f"distinct label one cluster; {why}")
     return _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
                   cluster_ids=cluster_ids, n_clusters=n_clusters, shrinkage_cov=shrinkage_cov, shrinkage_key=shrinkage_key,
-                  rows=rows if n_samples < n_rows else None)
+                  shrinkage_rows=shrinkage_rows, rows=rows if n_samples < n_rows else None)
 
 
 def _fractional_label(labels) -> str | None:
@@ -1022,7 +1029,8 @@ def _isoscore_star_note(metric_names, *, has_shrinkage, default_table) -> str | 
 
 
 def shrinkage_covariance(spec, X_full, *, key, random_state, n_features, inherited=False):
-    """Σ_S of ``--shrinkage-sample``: the covariance of ``spec`` rows drawn from ``X_full``, or of a file's rows.
+    """``(Σ_S, rows)`` of ``--shrinkage-sample``: the covariance of ``spec`` rows drawn from ``X_full``, or of a file's
+    rows, and how many rows it is of.
 
     ``spec`` is an int N (N rows drawn without replacement, seeded by ``random_state``, from all rows
     of EMBEDDINGS, whether or not ``--sample-size`` measures fewer) or a path to an embeddings file
@@ -1060,13 +1068,8 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features, inherit
         if S.ndim != 2 or S.shape[1] != n_features or S.shape[0] < 2:
             raise InputError(f"--shrinkage-sample {str(spec)!r} has shape {tuple(S.shape)}; expected at least 2 rows "
                              f"of {n_features} features, like EMBEDDINGS.")
-    from isotropy.metrics.table import shrinkage_span_warning
-
-    few = shrinkage_span_warning(int(S.shape[0]), n_features)
-    if few is not None:
-        click.echo(f"Warning: isoscore_star: {few} (--shrinkage-sample).", err=True)
     accumulator = _guard(CovarianceAccumulator().update, np.asarray(S))
-    return _guard(accumulator.covariance)
+    return _guard(accumulator.covariance), int(S.shape[0])
 
 
 def _shrinkage_words(message: str) -> str:
