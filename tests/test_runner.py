@@ -440,7 +440,31 @@ def test_progress_bars_are_drawn_on_a_terminal_only(monkeypatch):
         assert context.show_progress is drawn
         with context.progress(total=3, file=stream) as bar:
             bar.update(3)
-        assert ("3/3" in stream.getvalue()) is drawn
+        assert ("3/3" in stream.getvalue()) is (drawn or not quiet)
+        assert ("\r" in stream.getvalue()) is drawn  # a bar's updates on a terminal only
+
+
+def test_a_run_in_a_log_file_says_each_tenth_of_its_work(monkeypatch):
+    """`isotropy run ... > log 2>&1` printed nothing for minutes, then everything (a trial): with stderr not a
+    terminal, a progress bar is one line at each tenth of the work, as `isotropy measure --progress` writes in a log."""
+    import io
+
+    from isotropy.experiments._context import RunContext
+
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    context = RunContext(experiment="t", results_dir=Path("unused"), quiet=False)
+    bar = context.progress(total=40, desc="demo (polarity)", unit="update")
+    bar.set_postfix(seed=0)
+    for _ in range(40):
+        bar.update(1)
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert lines == [f"demo (polarity): {10 * t}% ({4 * t}/40 update), seed=0" for t in range(1, 11)]
+    stream.truncate(0)
+    stream.seek(0)
+    assert list(context.progress(iterable=[7, 8, 9], desc="t", unit="seed")) == [7, 8, 9]
+    assert stream.getvalue().splitlines() == ["t: 33% (1/3 seed)", "t: 66% (2/3 seed)", "t: 100% (3/3 seed)"]
 
 
 def test_run_alone_prints_its_help_as_help_lays_it_out(capsys):

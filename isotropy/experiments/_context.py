@@ -177,6 +177,52 @@ def _echo(message: str) -> None:
     click.echo(message, err=True)
 
 
+class _TenthLines:
+    """:meth:`RunContext.progress` in a log file: ``"<desc>: 30% (3/10 seeds)"`` on stderr at each tenth of ``total``
+    (or of ``len(iterable)``), one line each, through the ``tqdm`` methods the experiments call (``update``,
+    ``set_postfix``, ``set_postfix_str``, ``write``, ``close``, iteration, ``with``). Without a total, a line per
+    hundred units."""
+
+    def __init__(self, iterable=None, *, total=None, desc=None, unit="it", **_):
+        self.iterable, self.desc, self.unit = iterable, desc, unit
+        if total is None and iterable is not None and hasattr(iterable, "__len__"):
+            total = len(iterable)
+        self.total, self.n, self._said, self._postfix = total, 0, 0, ""
+
+    def __iter__(self):
+        for item in self.iterable:
+            yield item
+            self.update(1)
+
+    def update(self, n=1) -> None:
+        self.n += n
+        step = self.n * 10 // self.total if self.total else self.n // 100
+        if step > self._said:
+            self._said = step
+            done = f"{100 * self.n // self.total}% ({self.n}/{self.total} {self.unit})" if self.total else \
+                f"{self.n} {self.unit}"
+            _echo(f"{self.desc}: {done}{self._postfix}" if self.desc else f"{done}{self._postfix}")
+
+    def set_postfix(self, ordered_dict=None, refresh=True, **kwargs) -> None:
+        items = {**(ordered_dict or {}), **kwargs}
+        self._postfix = (", " + ", ".join(f"{k}={v}" for k, v in items.items())) if items else ""
+
+    def set_postfix_str(self, s="", refresh=True) -> None:
+        self._postfix = f", {s}" if s else ""
+
+    def write(self, message, file=None, end="\n") -> None:
+        _echo(str(message))
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 @dataclass
 class RunContext:
     """Everything about a run that is not the science (see the module docstring)."""
@@ -205,12 +251,15 @@ class RunContext:
             _echo(message)
 
     def progress(self, **kwargs):
-        """A tqdm bar, drawn on a terminal only (as ``isotropy measure`` draws its own) and never with ``--quiet``;
-        keyword arguments as for ``tqdm``. Redirected to a file, stderr keeps the ``log`` lines without the bars'
-        carriage-return updates."""
+        """A tqdm bar on a terminal (as ``isotropy measure`` draws its own), never with ``--quiet``; keyword arguments
+        as for ``tqdm``. Redirected to a file, stderr gets a line at each tenth of the work instead
+        (:class:`_TenthLines`, as ``isotropy measure --progress`` writes in a log file), without the bars'
+        carriage-return updates: a run in a log file printed nothing for minutes and looked hung (a trial)."""
         from tqdm.auto import tqdm
 
-        return tqdm(disable=True if self.quiet else not _stderr_is_a_terminal(), **kwargs)
+        if not self.quiet and not _stderr_is_a_terminal():
+            return _TenthLines(**kwargs)
+        return tqdm(disable=self.quiet, **kwargs)
 
     def record(self, **facts) -> None:
         """Add facts (data sizes, sources) to ``run.json``."""
