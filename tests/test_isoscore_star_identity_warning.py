@@ -116,6 +116,11 @@ def test_the_singular_shrinkage_sample_is_said_only_where_isoscore_star_runs(tmp
         return [line for line in result.stderr.splitlines() if "Σ_S is singular" in line]
 
     assert stderr("--metrics", "isoscore", "--shrinkage-sample", "5") == []
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--no-progress", "--metrics", "isoscore_star",
+                                      "--shrinkage-sample", "5", "--json", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    kept = json.loads((tmp_path / "r.json").read_text())["warnings"]["isoscore_star"]  # with the value, as --model keeps it
+    assert kept[0].startswith("the shrinkage sample of 5 rows in 64 features spans at most 4 dimensions")
     assert stderr("--metrics", "isoscore_star", "--shrinkage-sample", "5")[0].endswith(
         "for the larger sample Σ_S stands for (--shrinkage-sample).")
     assert stderr("--metrics", "isoscore_star", "--shrinkage-sample", "30")[0].endswith(

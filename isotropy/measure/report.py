@@ -89,11 +89,13 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     echo(header + header_extra)
     star_left_out = _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None,
                                         default_table=default_table)
+    singular = None  # the warning of a Σ_S of too few rows, said now and kept with the value (the JSON's warnings)
     if "isoscore_star" in metric_names and data.shrinkage_rows is not None:
         few = _table.shrinkage_span_warning(data.shrinkage_rows, data.n_features)
         if few is not None:  # a Σ_S of all the rows of EMBEDDINGS: more rows can only come from a file
             more = ("; or give a FILE of more rows" if data.shrinkage_rows >= data.n_rows else "")
-            click.echo(f"Warning: isoscore_star: {few}{more} (--shrinkage-sample).", err=True)
+            singular = f"{few}{more} (--shrinkage-sample)."
+            click.echo(f"Warning: isoscore_star: {singular}", err=True)
     too_few = _mle_left_out(metric_names, data.n_samples, default_table=default_table, n_neighbors=n_neighbors,
                            averaging=averaging, X=data.X, distance=distance)
     if too_few is not None:
@@ -126,6 +128,8 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
         click.echo(f"Error: {'terminated' if results.interrupted == 143 else 'interrupted'}{kept}.", err=True)
     for name in _COSINE_HALVES.intersection(results.values) if distance == "cosine" else ():  # kept with the value
         results.notes.setdefault(name, []).insert(0, _COSINE_NOTE)
+    if singular is not None and "isoscore_star" in results.values:
+        results.notes.setdefault("isoscore_star", []).insert(0, singular)
     for name in euclidean_only:
         if name in results.values:
             results.notes.setdefault(name, []).insert(0, _EUCLIDEAN_NOTE)
