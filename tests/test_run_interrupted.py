@@ -267,6 +267,8 @@ def test_ctrl_c_mid_run_is_recorded_as_interrupted_not_failed(tmp_path, capsys, 
     monkeypatch.setattr(template_run, "_one_seed", ctrl_c)
     code, err = _run_cli(out, capsys, "decay=0.5")
     assert code == 130 and "Interrupted." in err
+    # what to do next, with --quiet too (the last line was "Terminated." alone, a trial)
+    assert f"{out}: interrupted; its finished parts are kept, and the same command with --resume finishes it." in err
     meta = _meta(out)
     assert meta["status"] == "interrupted" and meta["ended"] and "error" not in meta and meta["stopped_by"] == "Ctrl-C"
     assert sorted(p.name for p in (out / "seeds").iterdir()) == ["seed_0.json"]  # no half-written seed 1

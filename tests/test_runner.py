@@ -220,13 +220,22 @@ def test_quiet_restores_the_progress_switches_when_it_is_the_first_to_import_tra
     assert done.stdout.split() == ["True", "False"]
 
 
-def test_resume_refuses_another_config_and_accepts_more_seeds(tmp_path):
+def test_resume_refuses_another_config_and_accepts_more_seeds(tmp_path, capsys):
     _run(tmp_path, sets=[*SMALL, "seeds=[0]"], plot=False)
-    with pytest.raises(ValueError, match=r"Cannot resume .*\['decay'\]"):
+    # the values, and what to do instead: "drop --resume" alone was refused in turn (a trial)
+    with pytest.raises(ValueError, match=r"^Cannot resume in .*: its run ran with decay=0\.8 where this one has 0\.5\. "
+                                         r"Give another --results-dir to keep both, or drop --resume and give "
+                                         r"--overwrite to replace it\.$"):
         _run(tmp_path, sets=[*SMALL, "seeds=[0]", "decay=0.5"], resume=True, plot=False)
     more = _run(tmp_path, sets=[*SMALL, "seeds=[0, 1]"], resume=True, plot=False).results
     assert more["seeds"] == [0, 1]
     assert more == _run(tmp_path / "fresh", sets=[*SMALL, "seeds=[0, 1]"], plot=False).results
+    # fewer seeds: this run's tables are of them, said (a trial's finished 4-seed run was rewritten for 2 silently)
+    capsys.readouterr()
+    execute(TEMPLATE, TEMPLATE.config(sets=[*SMALL, "seeds=[1]"]), results_dir=tmp_path, device="cpu", resume=True,
+            quiet=False, plot=False)
+    assert (f"{tmp_path}: --resume leaves out seeds 0 of the run there: this run's tables and figures are of the values "
+            f"given (their finished parts stay in the folder; give them again to include them).") in capsys.readouterr().err
 
 
 def test_a_results_dir_holding_other_files_is_refused(tmp_path):

@@ -502,10 +502,37 @@ def _check_resume(experiment: Experiment, results_dir: Path, values: dict, ignor
     old = meta.get("config") or {}
     old, values = (hashed(old) if isinstance(old, dict) else old), hashed(values)
     if config_hash(old, ignore=ignore) != config_hash(values, ignore=ignore):
-        changed = sorted(k for k in set(old) | set(values) if k not in ignore and old.get(k) != values.get(k))
-        raise ValueError(f"Cannot resume in {str(results_dir)!r}: its run used a different config (keys {changed} "
-                         f"differ). Use another --results-dir or drop --resume to start afresh.")
+        kept = {k: v for k, v in values.items() if k not in ignore}
+        changed = _changed_settings({k: v for k, v in old.items() if k not in ignore}, kept).removeprefix(", which ")
+        # what to do instead, as a fresh run's refusal says it (dropping --resume alone was then refused too, a trial)
+        raise ValueError(f"Cannot resume in {str(results_dir)!r}: its run {changed or 'used other settings'}. Give "
+                         f"another --results-dir to keep both, or drop --resume and give --overwrite to replace it.")
     return meta.get("status") == "finished" and old == values
+
+
+def _resume_leaves_out(results_dir: Path, values: dict, ignore) -> str | None:
+    """On --resume: the items of a list setting that may differ (``resume_keys``: seeds, lambdas, ...) that the run
+    there has and this one leaves out, in words; ``None`` when none. Their parts stay in the folder, but this run's
+    tables and figures are of its own list: a resume with fewer seeds rewrote a finished run's table for them without a
+    word (a trial)."""
+    try:
+        meta = _previous_meta(results_dir)
+    except ValueError:
+        return None
+    old = (meta or {}).get("config")
+    if not isinstance(old, dict):
+        return None
+    out = []
+    for key in sorted(ignore):
+        before, now = old.get(key), values.get(key)
+        if isinstance(before, list) and isinstance(now, list):
+            gone = [item for item in before if item not in now]
+            if gone:
+                out.append(f"{key} {', '.join(json.dumps(item) for item in gone)}")
+    if not out:
+        return None
+    return (f"{results_dir}: --resume leaves out {'; '.join(out)} of the run there: this run's tables and figures are "
+            f"of the values given (their finished parts stay in the folder; give them again to include them)")
 
 
 # What run.json keeps of each earlier part of a resumed run (earlier_runs): where, when, how and with which code.
@@ -605,6 +632,9 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
         if replacement.recover():
             ctx.log(f"{results_dir}: restored the results a killed run had moved aside")
         finished = resume and _check_resume(experiment, results_dir, values, ignore)
+        left = _resume_leaves_out(results_dir, values, ignore) if resume else None
+        if left is not None:
+            ctx.log(left + ".")
         # the same answer in every experiment, whether or not its `run` keeps parts: a finished run of this config
         # (claims current) is not entered again (frozen-classification recomputed it, sts-isotropy did not)
         gone = experiment.missing(config, results_dir) if finished else []
@@ -700,6 +730,9 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
 
                 meta.update({"status": "interrupted", "ended": _now(),
                              "stopped_by": "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"})
+                # what to do next, also with --quiet (the command's last line was "Terminated." alone, a trial)
+                _echo(f"{ctx.results_dir}: interrupted; its finished parts are kept, and the same command with "
+                      f"--resume finishes it.")
             else:
                 message = " ".join(str(exc).split()) or type(exc).__name__
                 meta.update({"status": "failed", "ended": _now(),
