@@ -55,3 +55,16 @@ def test_all_beside_other_names_is_refused(tmp_path):
     result = _measure(tmp_path / "x.npy", "--metrics", "all,isoscore")
     assert result.exit_code == 2
     assert "Invalid value for '--metrics': got 'all,isoscore'; 'all' names every metric: give it alone." in result.output
+
+
+def test_a_metric_name_given_to_metric_points_to_metrics(tmp_path):
+    """`--metric isoscore` (one letter short of --metrics) read only "'isoscore' is not one of 'euclidean', 'cosine'"
+    (a trial): a metric's name there says which option names the metrics."""
+    np.save(tmp_path / "x.npy", np.eye(4, dtype=np.float32))
+    for value in ("isoscore", "isoscore,twonn_dimension", "all"):
+        result = _measure(tmp_path / "x.npy", "--metric", value)
+        assert result.exit_code == 2
+        assert (f"Invalid value for '--metric': {value!r} is not one of 'euclidean', 'cosine': --metric is the "
+                f"distance; --metrics names the metrics to measure.") in result.output
+    result = _measure(tmp_path / "x.npy", "--metric", "cosin")
+    assert result.exit_code == 2 and "--metrics names" not in result.output

@@ -101,6 +101,20 @@ def _parse_metrics(ctx, param, value):
         raise click.BadParameter(str(exc), ctx, param) from None
 
 
+class _Distance(click.Choice):
+    """``--metric``'s choice of distance, whose refusal of a metric's name points to ``--metrics`` (``--metric isoscore``,
+    a slip of one letter, read "'isoscore' is not one of 'euclidean', 'cosine'" alone, a trial)."""
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            if any(name.strip() in METRICS or name.strip() == ALL for name in str(value).split(",")):
+                self.fail(f"{value!r} is not one of 'euclidean', 'cosine': --metric is the distance; --metrics names "
+                          f"the metrics to measure.", param, ctx)
+            raise
+
+
 #: ``--metrics all``: every metric of the table that the input allows (a trial asked for it).
 ALL = "all"
 
@@ -377,7 +391,7 @@ class _MeasureCommand(click.Command):
                    "--random-state).")
 @click.option("--random-state", callback=_parse_random_state, default="0", show_default=True, metavar="S",
               help="Seed of the row sample and of randomised metrics.")
-@click.option("--metric", "distance", type=click.Choice(["euclidean", "cosine"]), default="euclidean",
+@click.option("--metric", "distance", type=_Distance(["euclidean", "cosine"]), default="euclidean",
               show_default=True, help="Distance for the metrics that take one (silhouette, mle_dimension, ...), "
                                       "EMBEDDINGS only (--model measures with the euclidean distance). cosine is "
                                       "1 - cos: TwoNN and MLE then read about half the dimension of the normalised "
