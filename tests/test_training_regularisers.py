@@ -273,6 +273,18 @@ def _hf_trainer(tmp_path, texts, reg, *, blank=None, **training):
                    compute_loss_func=reg, callbacks=[reg])
 
 
+def test_hf_regulariser_says_a_bad_layer_index_without_the_batch(tmp_path):
+    """`layers=[9]` of a 2-state model was refused with "This batch is the one of training step ...; its rows are
+    counted within that step's batch": a sentence about rows, for a constructor argument (a trial). Said alone."""
+    from isotropy.training import HFRegulariser
+
+    reg = HFRegulariser("cosreg", weight=0.1, layers=[9])
+    trainer = _hf_trainer(tmp_path, TEXTS, reg)
+    with pytest.raises(IsotropyValueError) as info:
+        trainer.train()
+    assert "Got [9] instead" in str(info.value) and "This batch is" not in str(info.value)
+
+
 @pytest.mark.parametrize(("accumulation", "step"), [
     (1, "global_step=1 (trainer.state.global_step as the step began)"),
     (2, "global_step=0 (trainer.state.global_step as the step began), micro-batch 2 of 2"),
