@@ -168,7 +168,7 @@ def shrinkage_span_warning(n_samples: int, n_features: int) -> str | None:
 
     Examples
     --------
-    >>> shrinkage_span_warning(5, 64)[:62]
+    >>> shrinkage_span_warning(5, 64)[:63]
     'the shrinkage sample of 5 rows in 64 features spans at most 4 d'
     >>> shrinkage_span_warning(65, 64) is None
     True
