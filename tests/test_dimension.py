@@ -486,3 +486,23 @@ def test_twonn_from_a_few_points_warns_of_its_standard_error():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         twonn_dimension(rng.normal(size=(28, 8)))  # 25 kept: nothing said
+
+
+def test_twonn_says_an_estimate_above_the_span_of_its_points():
+    """10 points of a 32-d model read 26 and 28 (a trial's probe), where 10 points span at most 9 dimensions: only the
+    standard-error warning said anything. An estimate above N - 1 is now said to be noise; the value is unchanged, and
+    points of a low-dimensional set get no such warning."""
+    X = np.random.default_rng(0).normal(size=(10, 32))
+    with pytest.warns(UserWarning) as caught:
+        value = twonn_dimension(X)
+    said = [str(w.message) for w in caught if "the estimate is above" in str(w.message)]
+    assert value > 9 and said == [
+        ("twonn_dimension: the estimate is above the 9 dimensions that 10 distinct points span at most: it is the noise "
+        "of their few distance ratios, not a dimension of the data; measure more points.")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert twonn_dimension(X) == value
+    low = np.random.default_rng(1).normal(size=(200, 2)) @ np.random.default_rng(2).normal(size=(2, 32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert 1.5 < twonn_dimension(low) < 2.5

@@ -46,7 +46,18 @@ def expected(bert):
     few = (f"{layers}: {n_ratios} distance ratios kept (of {n_distinct} points): the estimate's relative standard "
            f"error is about 1/sqrt({n_ratios}) = {round(100 / np.sqrt(n_ratios))} %; measure at least 28 points for "
            f"20 %.")
-    return note, [duplicates, few]
+    # the layers whose estimate is above the n_distinct - 1 dimensions the points span: that warning too, said once
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = _measure(bert)["rows"]
+    over = [row["layer"] for row in rows if row["twonn_dimension"] > n_distinct - 1]
+    if not over:
+        return note, [duplicates, few]
+    named = f"layer {over[0]}" if len(over) == 1 else f"layers {', '.join(map(str, over))}"
+    span = (f"{named}: twonn_dimension: the estimate is above the {n_distinct - 1} dimensions that {n_distinct} distinct "
+            f"points span at most: it is the noise of their few distance ratios, not a dimension of the data; measure "
+            f"more points.")
+    return note, [duplicates, few, span]
 
 
 def _measure(bert):
