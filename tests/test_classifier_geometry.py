@@ -137,7 +137,7 @@ def test_interrupt_after_one_seed_then_resume_gives_identical_numbers(tmp_path, 
 
 def test_resume_refuses_a_different_config(tmp_path):
     run(_demo(seeds=[0], updates=4, metric_interval=2), results_dir=tmp_path)
-    with pytest.raises(ValueError, match=r"Cannot resume .*\['updates'\]"):
+    with pytest.raises(ValueError, match=r"Cannot resume .*: its run ran with updates=4 where this one has 6\. .*--overwrite"):
         run(_demo(seeds=[0], updates=6, metric_interval=2), results_dir=tmp_path, resume=True)
 
 

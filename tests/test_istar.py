@@ -199,7 +199,7 @@ def test_resume_after_interrupt_gives_identical_results(tiny_model_dir, tmp_path
     assert not partial["complete"] and (partial["finished_runs"], partial["planned_runs"]) == (1, 2)
     assert (tmp_path / "cut" / "results.md").read_text().startswith("Partial: 1 of 2 runs finished.")
     assert json.loads((tmp_path / "cut" / "run.json").read_text())["status"] == "interrupted"
-    with pytest.raises(ValueError, match=r"Cannot resume .*\['lr'\]"):
+    with pytest.raises(ValueError, match=r"Cannot resume .*: its run ran with lr=.* where this one has .*--overwrite"):
         run(_sweep_config(tiny_model_dir, lr=2e-3), tmp_path / "cut", resume=True)
     capsys.readouterr()
     resumed = run(config, tmp_path / "cut", resume=True, quiet=False)
