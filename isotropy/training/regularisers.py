@@ -314,13 +314,14 @@ class HiddenStateRegulariser:
         :func:`isotropy.isoscore_star` and :class:`~isotropy.torch.IStarLoss` give for that batch (logged
         as such, not as 0, and not warned of); no gradient reaches the state either way.
         """
+        if isinstance(hidden_states, (tuple, list)) and hidden_states:
+            # the layers against the model's depth first: a setting, no batch's fault, refused without the step's words
+            select_layers(self.layers, len(hidden_states), include_embeddings=False, caller=self.caller)
         try:
             H = self.states(hidden_states, attention_mask)
         except IsotropyValueError as exc:
-            import re
-
             step = self._training_step()
-            if step is None or not re.search(r"\brows?\b", str(exc)):  # (a bad layer index is no batch's fault)
+            if step is None:
                 raise
             # "row 3" of a training batch is a row of the (shuffled) batch, not of the dataset: name the step too
             raise IsotropyValueError(f"{exc} This batch is the one of training step {step}; its rows are counted "
