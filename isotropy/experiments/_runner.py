@@ -487,14 +487,15 @@ def _replaced_run(results_dir: Path) -> tuple[str | None, dict | None]:
     return words, config if isinstance(config, dict) else None
 
 
-def _check_resume(experiment: Experiment, results_dir: Path, values: dict, ignore) -> bool:
+def _check_resume(experiment: Experiment, results_dir: Path, values: dict, ignore) -> tuple[bool, str | None]:
     """On --resume: the previous run must be this experiment with the same config (up to ``resume_keys``).
 
-    Returns True when it already finished with exactly this config (nothing to run).
+    Returns whether it already finished with exactly this config (nothing to run), and what of it this run leaves out
+    (:func:`_resume_leaves_out`).
     """
     meta = _previous_meta(results_dir)
     if meta is None:  # a new or mistyped --results-dir: said, not a silent fresh run
-        return False
+        return False, None
     if meta.get("experiment") != experiment.name:
         raise ValueError(f"Cannot resume in {str(results_dir)!r}: it holds a run of {meta.get('experiment')!r}, "
                          f"not {experiment.name}.")
@@ -507,19 +508,14 @@ def _check_resume(experiment: Experiment, results_dir: Path, values: dict, ignor
         # what to do instead, as a fresh run's refusal says it (dropping --resume alone was then refused too, a trial)
         raise ValueError(f"Cannot resume in {str(results_dir)!r}: its run {changed or 'used other settings'}. Give "
                          f"another --results-dir to keep both, or drop --resume and give --overwrite to replace it.")
-    return meta.get("status") == "finished" and old == values
+    return meta.get("status") == "finished" and old == values, _resume_leaves_out(results_dir, old, values, ignore)
 
 
-def _resume_leaves_out(results_dir: Path, values: dict, ignore) -> str | None:
+def _resume_leaves_out(results_dir: Path, old, values: dict, ignore) -> str | None:
     """On --resume: the items of a list setting that may differ (``resume_keys``: seeds, lambdas, ...) that the run
-    there has and this one leaves out, in words; ``None`` when none. Their parts stay in the folder, but this run's
-    tables and figures are of its own list: a resume with fewer seeds rewrote a finished run's table for them without a
-    word (a trial)."""
-    try:
-        meta = _previous_meta(results_dir)
-    except ValueError:
-        return None
-    old = (meta or {}).get("config")
+    there (its config ``old``, as :func:`_check_resume` read it) has and this one leaves out, in words; ``None`` when
+    none. Their parts stay in the folder, but this run's tables and figures are of its own list: a resume with fewer
+    seeds rewrote a finished run's table for them without a word (a trial)."""
     if not isinstance(old, dict):
         return None
     out = []
@@ -631,8 +627,7 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
         replacement = Replacement(results_dir)
         if replacement.recover():
             ctx.log(f"{results_dir}: restored the results a killed run had moved aside")
-        finished = resume and _check_resume(experiment, results_dir, values, ignore)
-        left = _resume_leaves_out(results_dir, values, ignore) if resume else None
+        finished, left = _check_resume(experiment, results_dir, values, ignore) if resume else (False, None)
         if left is not None:
             ctx.log(left + ".")
         # the same answer in every experiment, whether or not its `run` keeps parts: a finished run of this config
