@@ -55,9 +55,9 @@ def output_dtype(X) -> type:
     scikit-learn's rule for its transformers that preserve float32 (``PCA``, ``StandardScaler``): the fit and the
     arithmetic stay in float64 (:func:`apply_rows`), and only the result is stored in float32, so that a float32
     embedding matrix is not doubled in memory by its transform (a torch tensor comes back in its own dtype, by
-    :func:`like_input`). Integers, float16 and anything else give float64, as before.
+    :func:`like_input`). Integers, float16 and anything else give float64, as before. ``X``: the checked numpy array.
     """
-    return np.float32 if getattr(X, "dtype", None) == np.float32 and not is_torch(X) else np.float64
+    return np.float32 if X.dtype == np.float32 else np.float64
 
 
 def apply_rows(apply, X: np.ndarray, *, dtype=np.float64) -> np.ndarray:
