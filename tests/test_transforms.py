@@ -802,3 +802,50 @@ def test_float32_transform_of_many_rows_holds_no_float64_copy(name):
     assert Y.dtype == np.float32 and Y.shape[0] == X.shape[0]
     assert peak < Y.nbytes + 0.25 * X.nbytes, f"peak {(peak - Y.nbytes) / X.nbytes:.2f}x the input above the output"
     np.testing.assert_allclose(Y, est.transform(X.astype(np.float64)), rtol=0, atol=1e-5 * float(np.abs(Y).max()))
+
+
+
+def test_float32_whitening_beyond_float32_range_is_refused():
+    # fitted on data 1e-30 times smaller, the float32 X whitens to values past float32's largest (3.4e38); fitted on
+    # data 1e37 times larger, whitened float32 rows map back past it: each refused in one line naming the method
+    # (numpy rounded them to inf with an "overflow encountered in cast" warning); the same rows in float64 stay finite
+    X = _blobs32()
+    expected = r"and its transformed values reach [0-9.e+]+, beyond float32's largest 3\.4e\+38\. Pass X as float64 " \
+               r"to keep them\.$"
+    est = Whitening().fit(X.astype(np.float64) * 1e-30)
+    big = X * np.float32(1e10)
+    with pytest.raises(IsotropyValueError, match=r"^The 'X' parameter of Whitening\.transform is float32 " + expected):
+        est.transform(big)
+    assert np.isfinite(est.transform(big.astype(np.float64))).all()
+    est = Whitening().fit(X.astype(np.float64) * 1e37)
+    Z = est.transform(X.astype(np.float64) * 1e37).astype(np.float32)
+    with pytest.raises(IsotropyValueError,
+                       match=r"^The 'X' parameter of Whitening\.inverse_transform is float32 " + expected):
+        est.inverse_transform(Z)
+    assert np.isfinite(est.inverse_transform(Z.astype(np.float64))).all()
+
+
+
+@pytest.mark.parametrize(("dtype", "largest"), [("float32", r"3\.4e\+38"), ("float16", r"6\.55e\+04")])
+def test_tensor_transform_beyond_its_dtype_range_is_refused(dtype, largest):
+    # a tensor comes back in its own dtype: values past its range were rounded to inf by torch without a word
+    torch = pytest.importorskip("torch")
+    X = _blobs32().astype(np.float64)
+    given = getattr(torch, dtype)
+    est = Whitening().fit(X * (1e-30 if dtype == "float32" else 1e-6))
+    big = torch.tensor(X * (1e10 if dtype == "float32" else 1.0), dtype=given)
+    with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of Whitening\.transform is {dtype} and its "
+                                                 rf"transformed values reach [0-9.e+]+, beyond {dtype}'s "
+                                                 rf"largest {largest}\. Pass X as float64 to keep them\.$"):
+        est.transform(big)
+    out = est.transform(big.double())
+    assert out.dtype == torch.float64 and bool(torch.isfinite(out).all())
+    # in range: its own dtype, the float64 values rounded (float32: once, by numpy; float16 by torch, which may round
+    # through float32 first: within one unit in the last place)
+    small = torch.tensor(X * (1e-30 if dtype == "float32" else 1e-6), dtype=given)
+    out, reference = est.transform(small), est.transform(small.double()).numpy().astype(dtype)
+    assert out.dtype == given
+    if dtype == "float32":
+        np.testing.assert_array_equal(out.numpy(), reference)
+    else:
+        np.testing.assert_array_max_ulp(out.numpy(), reference, maxulp=1)

@@ -9,7 +9,7 @@ import numpy as np
 
 from isotropy._utils.magnitude import extremes, safe_exponent_range
 from isotropy._utils.validation import IsotropyValueError, check_scalar
-from isotropy.transforms._base import SameFeaturesTransformer, apply_rows, like_input, to_numpy, warn_at_caller
+from isotropy.transforms._base import SameFeaturesTransformer, to_numpy, transformed, warn_at_caller
 from isotropy.transforms._scatter import MEAN_ROUNDING, centred_rows, column_mean, row_chunks
 
 __all__ = ["AllButTheTop", "all_but_the_top"]
@@ -203,7 +203,8 @@ def all_but_the_top(X, *, n_components="auto"):
     """
     Xn, dtype = to_numpy(X, caller="all_but_the_top", min_samples=1)
     mean, components = fit_all_but_the_top(Xn, n_components=n_components)
-    return like_input(apply_rows(lambda rows, _: centre_and_remove(rows, mean, components), Xn, dtype=dtype), X)
+    return transformed(lambda rows, _: centre_and_remove(rows, mean, components), Xn, X, dtype=dtype,
+                       caller="all_but_the_top")
 
 
 class AllButTheTop(SameFeaturesTransformer):

@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, OneToOn
 from sklearn.utils.validation import check_is_fitted
 
 from isotropy._utils.backend import is_torch
-from isotropy._utils.validation import check_X
+from isotropy._utils.validation import IsotropyValueError, check_X
 
 __all__ = [
     "IsotropyTransformer",
@@ -20,6 +20,7 @@ __all__ = [
     "like_input",
     "output_dtype",
     "to_numpy",
+    "transformed",
     "warn_at_caller",
     "warn_if_gathered",
 ]
@@ -45,7 +46,7 @@ def to_numpy(X, *, caller: str, min_samples: int = 2) -> tuple[np.ndarray, type]
     warn_if_gathered(X, caller)
     X = check_X(X, caller=caller, min_samples=min_samples)
     if is_torch(X):
-        return X.detach().to("cpu").double().numpy(), np.float64
+        return X.detach().to("cpu").double().numpy(), output_dtype(X)
     return np.asarray(X, dtype=np.float64), output_dtype(X)
 
 
@@ -55,17 +56,25 @@ def output_dtype(X) -> type:
     scikit-learn's rule for its transformers that preserve float32 (``PCA``, ``StandardScaler``): the fit and the
     arithmetic stay in float64 (:func:`apply_rows`), and only the result is stored in float32, so that a float32
     embedding matrix is not doubled in memory by its transform (a torch tensor comes back in its own dtype, by
-    :func:`like_input`). Integers, float16 and anything else give float64, as before. ``X``: the checked numpy array.
+    :func:`like_input`). Integers, float16 and anything else give float64, as before. ``X``: the checked numpy array,
+    or the torch tensor given (a float32 tensor's values rounded into float32 here rather than by torch: the same
+    rounding, without the float64 result beside the tensor).
     """
+    if is_torch(X):
+        import torch
+
+        return np.float32 if X.dtype == torch.float32 else np.float64
     return np.float32 if X.dtype == np.float32 else np.float64
 
 
-def apply_rows(apply, X: np.ndarray, *, dtype=np.float64) -> np.ndarray:
+def apply_rows(apply, X: np.ndarray, *, dtype=np.float64, caller: str) -> np.ndarray:
     """``apply(rows, where)`` (a row-wise transform of the float64 ``rows``, ``X[where]``) over ``X``, in ``dtype``.
 
     Float64: ``apply(X, slice(0, n))`` itself, as it always was. Float32: ``apply`` on float64 copies of the row
     chunks of ``X`` (:func:`~isotropy.transforms._scatter.row_chunks`), each result rounded into one float32 array:
     the same arithmetic, in float64, and no float64 copy of ``X`` nor of the result beside it (one chunk of each).
+    A float32 result beyond float32's range is refused naming ``caller`` (rounded, it was ``inf`` with numpy's
+    "overflow encountered in cast" warning pointing here).
     """
     if dtype == np.float64:
         return apply(np.asarray(X, dtype=np.float64), slice(0, X.shape[0]))
@@ -76,15 +85,39 @@ def apply_rows(apply, X: np.ndarray, *, dtype=np.float64) -> np.ndarray:
         values = apply(np.asarray(X[start:stop], dtype=np.float64), slice(start, stop))
         if out is None:
             out = np.empty((X.shape[0], values.shape[1]), dtype=dtype)
+        _refuse_overflow(values, float(np.finfo(dtype).max), np.dtype(dtype).name, caller)
         out[start:stop] = values
         del values  # (before the next chunk's: one chunk's arrays at a time)
     return np.empty((0, X.shape[1]), dtype=dtype) if out is None else out
 
 
-def like_input(values: np.ndarray, like):
-    """Return ``values`` as the type of ``like``: a tensor on ``like``'s device and dtype, or a numpy array."""
+def _refuse_overflow(values: np.ndarray, top: float, kind: str, caller: str) -> None:
+    """Refuse ``values`` (finite float64 or float32) beyond ``±top``, the largest value of the output's dtype ``kind``
+    (a float32 or float16 ``X`` transformed into its own dtype)."""
+    # (no temporary: max and min; the float64 values are finite, as X and the fitted attributes are)
+    if values.size and (values.max() > top or values.min() < -top):
+        peak = max(float(values.max()), -float(values.min()))
+        raise IsotropyValueError(f"The 'X' parameter of {caller} is {kind} and its transformed values reach "
+                                 f"{peak:.3g}, beyond {kind}'s largest {top:.3g}. Pass X as float64 to keep them.")
+
+
+def transformed(apply, X: np.ndarray, like, *, dtype, caller: str):
+    """:func:`apply_rows` of ``apply`` over the checked ``X``, returned as the type of the input ``like``
+    (:func:`like_input`): the one way a transform's output is made."""
+    return like_input(apply_rows(apply, X, dtype=dtype, caller=caller), like, caller=caller)
+
+
+def like_input(values: np.ndarray, like, *, caller: str):
+    """Return ``values`` as the type of ``like``: a tensor on ``like``'s device and dtype, or a numpy array.
+
+    Values beyond the range of a floating tensor's dtype are refused naming ``caller`` (torch rounded them to ``inf``
+    without a word).
+    """
     if is_torch(like):
         import torch
+
+        if like.is_floating_point() and like.dtype != torch.float64:
+            _refuse_overflow(values, float(torch.finfo(like.dtype).max), str(like.dtype).removeprefix("torch."), caller)
 
         return torch.as_tensor(values, dtype=like.dtype if like.is_floating_point() else None, device=like.device)
     return values
@@ -144,7 +177,8 @@ class IsotropyTransformer(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         valid = self._validated(X, reset=False, keep_float32=True)
-        return like_input(apply_rows(lambda rows, _: self._transform(rows), valid, dtype=output_dtype(valid)), X)
+        return transformed(lambda rows, _: self._transform(rows), valid, X, dtype=output_dtype(X if is_torch(X) else valid),
+                           caller=f"{type(self).__name__}.transform")
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit on ``X`` and return the transformed ``X`` (same as ``fit(X).transform(X)``).

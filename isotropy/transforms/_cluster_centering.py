@@ -16,7 +16,7 @@ from isotropy._utils.validation import (
     check_random_state,
     check_scalar,
 )
-from isotropy.transforms._base import SameFeaturesTransformer, apply_rows, like_input, to_numpy, warn_at_caller
+from isotropy.transforms._base import SameFeaturesTransformer, to_numpy, transformed, warn_at_caller
 
 __all__ = ["ClusterCentering", "cluster_center"]
 
@@ -247,7 +247,8 @@ def cluster_center(X, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1,
                                              min_silhouette=min_silhouette, n_init=n_init,
                                              silhouette_sample_size=silhouette_sample_size,
                                              random_state=random_state)
-    return like_input(apply_rows(lambda rows, where: rows - centers[labels[where]], Xn, dtype=dtype), X), labels
+    return transformed(lambda rows, where: rows - centers[labels[where]], Xn, X, dtype=dtype,
+                       caller="cluster_center"), labels
 
 
 class ClusterCentering(SameFeaturesTransformer):

@@ -17,7 +17,7 @@ from isotropy._utils.validation import (
     check_scalar,
 )
 from isotropy.transforms._all_but_the_top import numerical_rank, remove_directions, top_directions
-from isotropy.transforms._base import SameFeaturesTransformer, apply_rows, like_input, to_numpy, warn_at_caller
+from isotropy.transforms._base import SameFeaturesTransformer, to_numpy, transformed, warn_at_caller
 from isotropy.transforms._cluster_centering import nearest_center
 from isotropy.transforms._scatter import column_mean
 
@@ -305,8 +305,8 @@ def cluster_isotropy(X, *, n_clusters=27, n_components=12, clustering="kmeans", 
     Xn, dtype = to_numpy(X, caller="cluster_isotropy", min_samples=1)
     _, labels, centers, components, _, _ = fit_cluster_isotropy(
         Xn, n_clusters=n_clusters, n_components=n_components, clustering=clustering, random_state=random_state)
-    return like_input(apply_rows(lambda rows, where: _apply(rows, labels[where], centers, components), Xn, dtype=dtype),
-                      X), labels
+    return transformed(lambda rows, where: _apply(rows, labels[where], centers, components), Xn, X, dtype=dtype,
+                       caller="cluster_isotropy"), labels
 
 
 class ClusterIsotropy(SameFeaturesTransformer):

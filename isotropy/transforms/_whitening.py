@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from isotropy._utils.magnitude import rescaled, times_power_of_two
 from isotropy._utils.validation import IsotropyValueError, check_scalar
-from isotropy.transforms._base import NewFeaturesTransformer, apply_rows, like_input, to_numpy
+from isotropy.transforms._base import NewFeaturesTransformer, to_numpy, transformed
 from isotropy.transforms._scatter import (
     MEAN_ROUNDING,
     centred_product,
@@ -246,8 +246,8 @@ def whiten(X, *, n_components=None, eps=0.0):
     Xn, dtype = to_numpy(X, caller="whiten")
     mean, W, _, exponent = fit_whitening(Xn, n_components=n_components, eps=eps)
     # X itself at an ordinary scale
-    return like_input(apply_rows(lambda rows, _: centre_and_project(rows, mean, W, exponent=exponent), Xn, dtype=dtype),
-                      X)
+    return transformed(lambda rows, _: centre_and_project(rows, mean, W, exponent=exponent), Xn, X, dtype=dtype,
+                       caller="whiten")
 
 
 def centre_and_project(X, mean, W, *, exponent: int = 0) -> np.ndarray:
@@ -326,4 +326,4 @@ class Whitening(NewFeaturesTransformer):
             raise IsotropyValueError(f"The 'X' parameter of {caller} must have n_components_={self.n_components_} "
                                      f"columns (whitened data). Got {Z.shape[1]} columns instead.")
         unwhiten = self.components_ * (self.explained_variance_ + self.eps_)[:, None]
-        return like_input(apply_rows(lambda rows, _: rows @ unwhiten + self.mean_, Z, dtype=dtype), X)
+        return transformed(lambda rows, _: rows @ unwhiten + self.mean_, Z, X, dtype=dtype, caller=caller)
