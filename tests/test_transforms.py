@@ -849,3 +849,45 @@ def test_tensor_transform_beyond_its_dtype_range_is_refused(dtype, largest):
         np.testing.assert_array_equal(out.numpy(), reference)
     else:
         np.testing.assert_array_max_ulp(out.numpy(), reference, maxulp=1)
+
+
+# ---------------------------------------------------------------- float32 fits read as float64 chunk by chunk
+
+def _fitted(est) -> dict:
+    return {key: value for key, value in vars(est).items() if key.endswith("_") and not key.startswith("_")}
+
+
+@pytest.mark.parametrize("name", ["AllButTheTop", "Whitening"])
+@pytest.mark.parametrize(("rows", "scale"), [(600, 1.0), (9, 1.0), (600, 2.0**60), (600, 2.0**-110),
+                                             (600, 2.0**-140), (9, 2.0**-110)])
+def test_float32_fit_is_the_fit_of_its_float64_values(name, rows, scale):
+    # AllButTheTop and Whitening fit a float32 X without a float64 copy of it (read as float64 a row chunk at a time):
+    # every fitted attribute is the one fitted on X.astype(float64), bit for bit; at ordinary and extreme scales
+    # (2**60: beyond float32's safe range but not float64's; 2**-110: beyond float64's, rescaled on a float64 copy;
+    # 2**-140: float32 subnormal numbers) and with fewer rows than features (the n x n side)
+    X = (_blobs32()[:rows] * np.float32(scale)).astype(np.float32)
+    assert np.isfinite(X).all() and (X != 0).any()
+    make = {"AllButTheTop": lambda: AllButTheTop(n_components=2),
+            "Whitening": lambda: Whitening(n_components=5 if rows > 12 else 3)}[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (subnormal data: the same warning either way)
+        got, want = _fitted(make().fit(X)), _fitted(make().fit(X.astype(np.float64)))
+        if rows > 12:  # the functions too, through the same fit: their float32 output is the float64 one rounded
+            function = {"AllButTheTop": lambda Z: all_but_the_top(Z, n_components=2), "Whitening": whiten}[name]
+            np.testing.assert_array_equal(function(X), function(X.astype(np.float64)).astype(np.float32))
+    assert got.keys() == want.keys()
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+        assert np.asarray(got[key]).dtype == np.asarray(want[key]).dtype, key
+
+
+@pytest.mark.parametrize("name", ["AllButTheTop", "Whitening"])
+def test_float32_fit_holds_no_float64_copy(name):
+    # 200,000 x 64 float32 (51 MB): fit made a float64 copy (2.1x the input at its peak); it reads row chunks now
+    rng = np.random.default_rng(0)
+    X = (rng.normal(size=(200_000, 64)) * np.linspace(1, 3, 64)).astype(np.float32)
+    est, peak = _traced_peak(lambda: _CLASSES[name]().fit(X))
+    assert peak < 0.3 * X.nbytes, f"fit's peak {peak / X.nbytes:.2f}x the input"
+    torch = pytest.importorskip("torch")
+    for key, value in _fitted(_CLASSES[name]().fit(torch.from_numpy(X[:5000]))).items():  # a float32 tensor alike
+        np.testing.assert_array_equal(value, _fitted(_CLASSES[name]().fit(X[:5000]))[key], err_msg=key)

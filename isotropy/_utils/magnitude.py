@@ -83,8 +83,9 @@ def extremes(X) -> tuple[float, float]:
 
 
 def safe_exponent_range(X) -> int:
-    """The largest ``|e|`` with ``max|x| ~ 2**e`` that the metrics compute on without rescaling."""
-    itemsize = X.element_size() if is_torch(X) else X.dtype.itemsize
+    """The largest ``|e|`` with ``max|x| ~ 2**e`` that the metrics compute on without rescaling (``X``: an array, a
+    tensor or a numpy dtype)."""
+    itemsize = X.element_size() if is_torch(X) else X.itemsize if isinstance(X, np.dtype) else X.dtype.itemsize
     return _SAFE_EXPONENT.get(("torch" if is_torch(X) else "numpy", itemsize), 8)
 
 
@@ -117,6 +118,25 @@ def rescaled(X, top: float | None = None, *, caller: str, name: str = "X", targe
     if abs(exponent) <= safe_exponent_range(X):
         return X, 0
     return times_power_of_two(X, target - exponent), exponent - target
+
+
+def rescaled_as_float64(X: np.ndarray, *, caller: str, name: str = "X"):
+    """:func:`rescaled` of the numpy ``X`` read as float64, without a float64 copy of a float32 ``X`` that float64
+    computes on as it is.
+
+    A float32 ``X`` comes back as it is (exponent 0) wherever ``rescaled(X.astype(np.float64))`` returns the
+    float64 copy unscaled: its readers then convert it a row chunk at a time (:mod:`isotropy.transforms._scatter`),
+    with the same float64 values and arithmetic. Elsewhere (an ``|x|`` beyond float64's safe range, or a largest
+    ``|x|`` that float32 holds only as a subnormal number) the float64 copy is rescaled, as before.
+    """
+    if X.dtype == np.float64:
+        return rescaled(X, caller=caller, name=name)
+    low, high = extremes(X)
+    top = max(abs(low), abs(high))
+    if X.dtype == np.float32 and (top == 0.0 or (top >= np.finfo(np.float32).tiny and
+                                                 abs(math.frexp(top)[1]) <= safe_exponent_range(np.dtype(np.float64)))):
+        return X, 0
+    return rescaled(np.asarray(X, dtype=np.float64), top, caller=caller, name=name)
 
 
 def neighbour_target(X) -> int:

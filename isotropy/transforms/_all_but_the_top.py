@@ -82,7 +82,8 @@ def numerical_rank(s: np.ndarray, n_samples: int, n_features: int, mean: np.ndar
 
 
 def top_principal_directions(X: np.ndarray, mean: np.ndarray, n_components: int, *, rank: bool = False):
-    """The ``n_components`` leading principal directions (rows, unit norm) of float64 ``X`` with mean ``mean``.
+    """The ``n_components`` leading principal directions (rows, unit norm) of ``X`` (float64, or float32 read as
+    float64) with mean ``mean``.
 
     The right singular vectors of ``X − μ``, as :func:`top_directions` finds them, without a centred copy
     of ``X`` nor an ``n x d`` factor when ``n >= d``: ``X − μ = QR`` is factored a chunk of rows at a time
@@ -103,7 +104,7 @@ def top_principal_directions(X: np.ndarray, mean: np.ndarray, n_components: int,
         return (directions, numerical_rank(sv, n, d, mean)) if rank else directions
     low, high = extremes(X)
     top = max(abs(low), abs(high))
-    exponent = math.frexp(top)[1] if 0.0 < top < math.inf and abs(math.frexp(top)[1]) > safe_exponent_range(X) else 0
+    exponent = math.frexp(top)[1] if 0.0 < top < math.inf and abs(math.frexp(top)[1]) > safe_exponent_range(np.dtype(np.float64)) else 0
     shifted = np.ldexp(mean, -exponent)
     R = np.zeros((0, d))
     step = max(d, row_chunks(n, d)[0][1])  # chunks of at least d rows: the stacked R is at most half of a factored block
@@ -115,7 +116,8 @@ def top_principal_directions(X: np.ndarray, mean: np.ndarray, n_components: int,
 
 
 def fit_all_but_the_top(X: np.ndarray, *, n_components="auto", caller="all_but_the_top"):
-    """Return ``(mean, components)`` of All-But-The-Top fitted on float64 numpy ``X``."""
+    """Return ``(mean, components)`` of All-But-The-Top fitted on numpy ``X``, float64 or float32 (read as float64 a
+    row chunk at a time: no float64 copy)."""
     D = resolve_n_components(n_components, X.shape[0], X.shape[1], caller=caller)
     mean = column_mean(X)  # two-pass: the rank test's floor is a few roundings of it (numerical_rank)
     components, rank = top_principal_directions(X, mean, D, rank=True)
@@ -201,7 +203,7 @@ def all_but_the_top(X, *, n_components="auto"):
     >>> bool(np.allclose(Y.mean(axis=0), 0.0)), bool(Y[:, 0].std() < 0.5)
     (True, True)
     """
-    Xn, dtype = to_numpy(X, caller="all_but_the_top", min_samples=1)
+    Xn, dtype = to_numpy(X, caller="all_but_the_top", min_samples=1, keep_float32=True)  # no float64 copy
     mean, components = fit_all_but_the_top(Xn, n_components=n_components)
     return transformed(lambda rows, _: centre_and_remove(rows, mean, components), Xn, X, dtype=dtype,
                        caller="all_but_the_top")
@@ -232,6 +234,8 @@ class AllButTheTop(SameFeaturesTransformer):
     >>> AllButTheTop().fit(X).n_components_  # round(300 / 100)
     3
     """
+
+    _fit_keeps_float32 = True  # fit_all_but_the_top reads float32 X as float64 a row chunk at a time
 
     def __init__(self, *, n_components="auto"):
         self.n_components = n_components

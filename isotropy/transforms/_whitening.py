@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from isotropy._utils.magnitude import rescaled, times_power_of_two
+from isotropy._utils.magnitude import rescaled_as_float64, times_power_of_two
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.transforms._base import NewFeaturesTransformer, to_numpy, transformed
 from isotropy.transforms._scatter import (
@@ -24,7 +24,8 @@ __all__ = ["Whitening", "whiten"]
 
 
 def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten"):
-    """Return ``(mean, W, eigenvalues, exponent)`` for float64 numpy ``X``, at unit scale.
+    """Return ``(mean, W, eigenvalues, exponent)`` for numpy ``X`` (float64, or float32 read as float64 a row chunk at
+    a time: :func:`~isotropy._utils.magnitude.rescaled_as_float64`), at unit scale.
 
     ``X`` is read as ``2**exponent * Xu`` with ``Xu`` at unit scale (``exponent`` is 0 for data at an
     ordinary scale): the whitened data are ``(X * 2**-exponent - mean) @ W`` with ``W`` of shape
@@ -41,7 +42,7 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
         raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least 2 samples to estimate a "
                                  f"covariance. Got n_samples={n} instead.")
     k = d if n_components is None else int(n_components)
-    Xu, exponent = rescaled(X, caller=caller)
+    Xu, exponent = rescaled_as_float64(X, caller=caller)  # a float32 X read a row chunk at a time
     mean = column_mean(Xu)  # two-pass: the rank test's floor is a few roundings of it (_rank_tolerance)
     lam = vecs = None
     # eps > 0 regularises the directions of zero variance; all d of them kept (n_components=None) are whitened alike,
@@ -243,7 +244,7 @@ def whiten(X, *, n_components=None, eps=0.0):
     >>> bool(np.allclose(np.cov(whiten(X), rowvar=False), np.eye(3)))
     True
     """
-    Xn, dtype = to_numpy(X, caller="whiten")
+    Xn, dtype = to_numpy(X, caller="whiten", keep_float32=True)  # no float64 copy (fit_whitening)
     mean, W, _, exponent = fit_whitening(Xn, n_components=n_components, eps=eps)
     # X itself at an ordinary scale
     return transformed(lambda rows, _: centre_and_project(rows, mean, W, exponent=exponent), Xn, X, dtype=dtype,
@@ -291,6 +292,7 @@ class Whitening(NewFeaturesTransformer):
     """
 
     _min_samples = 2
+    _fit_keeps_float32 = True  # fit_whitening reads float32 X as float64 a row chunk at a time
 
     def __init__(self, *, n_components=None, eps=0.0):
         self.n_components = n_components
