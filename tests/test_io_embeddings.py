@@ -1003,3 +1003,25 @@ def test_an_npz_archive_of_no_array_is_said_to_hold_none(tmp_path):
     np.savez(tmp_path / "empty.npz")
     with pytest.raises(IsotropyValueError, match=r": the \.npz archive holds no arrays; "):
         read_embeddings(tmp_path / "empty.npz")
+
+
+@pytest.mark.parametrize(("text", "suffix", "expected", "names"), [
+    ("0.5,NA,1\n1,2,3\n4,5,6\n", ".csv", [[0.5, np.nan, 1], [1, 2, 3], [4, 5, 6]], None),
+    ("1,,3\n4,5,6\n", ".csv", [[1, np.nan, 3], [4, 5, 6]], None),
+    ("1,2,\n4,5,6\n", ".csv", [[1, 2, np.nan], [4, 5, 6]], None),
+    ("w,0.5,,1\nv,1,2,3\n", ".csv", [[0.5, np.nan, 1], [1, 2, 3]], ["w", "v"]),
+    ("1\t\t3\n4\t5\t6\n", ".tsv", [[1, np.nan, 3], [4, 5, 6]], None),
+])
+def test_a_first_line_of_numbers_with_a_missing_field_is_data_not_a_header(tmp_path, text, suffix, expected, names):
+    # a number after the first field makes line 1 data: it was taken as the header and lost without a word, while
+    # the same missing field on line 2 is read as NaN (which the metrics refuse naming its row)
+    path = tmp_path / f"x{suffix}"
+    path.write_text(text)
+    X, row_names = read_embeddings(path)
+    np.testing.assert_array_equal(X, np.array(expected, dtype=float))
+    assert row_names == names
+    path.write_text("a,b,c\n1,2,3\n" if suffix == ".csv" else "a\tb\tc\n1\t2\t3\n")  # names only: still a header
+    assert read_embeddings(path)[0].tolist() == [[1.0, 2.0, 3.0]]
+    path.write_text("word,0,1,2\nx,1,2,3\n" if suffix == ".csv" else "word\t0\t1\t2\nx\t1\t2\t3\n")  # pandas' numbers
+    X, row_names = read_embeddings(path)
+    assert X.tolist() == [[1.0, 2.0, 3.0]] and row_names == ["x"]

@@ -63,8 +63,9 @@ def _decimal_comma_message(path, reason, semicolons, commas):
 @pytest.mark.parametrize(("text", "reason", "semicolons", "commas"), [
     ("1,5;2,25;3\n0,5;1,75;2\n", "column '5;2' is not numeric ('5;1' on line 2)", 2, "2 commas"),  # headerless
     ("1,5;2;3\n0,5;1,75;2\n", "column '5;2;3' is not numeric ('75;2' on line 2)", 2, "1 comma"),
-    ("1,5;2,25;3,5\n0,5;1,75;2,5\n", "column '5;2' is not numeric ('5;1' on line 2)", 2, "3 commas"),  # all decimal
-    ("cat;1,5;2,25;3,5\ndog;0,5;1,75;2,5\n", "column '5;2' is not numeric ('5;1' on line 2)", 3, "3 commas"),
+    # all decimal: a number after the first field of line 1 ('5') makes it a data line, not a header
+    ("1,5;2,25;3,5\n0,5;1,75;2,5\n", "column 1 is not numeric ('5;2' on line 1)", 2, "3 commas"),
+    ("cat;1,5;2,25;3,5\ndog;0,5;1,75;2,5\n", "column 1 is not numeric ('5;2' on line 1)", 3, "3 commas"),
 ])
 def test_a_decimal_comma_export_is_said_to_look_semicolon_separated(tmp_path, capsys, text, reason, semicolons,
                                                                     commas):

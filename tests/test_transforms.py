@@ -886,7 +886,7 @@ def test_float32_fit_holds_no_float64_copy(name):
     # 200,000 x 64 float32 (51 MB): fit made a float64 copy (2.1x the input at its peak); it reads row chunks now
     rng = np.random.default_rng(0)
     X = (rng.normal(size=(200_000, 64)) * np.linspace(1, 3, 64)).astype(np.float32)
-    est, peak = _traced_peak(lambda: _CLASSES[name]().fit(X))
+    _, peak = _traced_peak(lambda: _CLASSES[name]().fit(X))
     assert peak < 0.3 * X.nbytes, f"fit's peak {peak / X.nbytes:.2f}x the input"
     torch = pytest.importorskip("torch")
     for key, value in _fitted(_CLASSES[name]().fit(torch.from_numpy(X[:5000]))).items():  # a float32 tensor alike

@@ -160,9 +160,10 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         Unknown extension, unreadable or corrupt file, not exactly 2-d, non-numeric values, an
         ambiguous or unknown ``key``, a non-numeric column but the row names (naming the column and
         a value; a ``.parquet`` column of strings too, which is not dropped); a line of a
-        ``.csv``/``.tsv`` file with more or fewer fields than the first (a trailing delimiter), or an
-        empty field (``1,,3``), named by its line: pandas would read them as NaN. A missing value is
-        written ``nan``. A null among the numbers of a ``.parquet`` file (a missing value; pandas'
+        ``.csv``/``.tsv`` file with more or fewer fields than the first (a trailing delimiter), named
+        by its line: pandas would read the missing fields as NaN. An empty field among written ones
+        (``1,,3``, on any line, the first included), like ``nan`` or ``NA``, is a missing value, read
+        as NaN (``DataFrame.to_csv`` writes NaN so), which the metrics refuse naming its row. A null among the numbers of a ``.parquet`` file (a missing value; pandas'
         ``to_parquet`` writes a NaN so), named by its column and row; a NaN stored as a float is read
         as NaN. A first column under a row-id header whose integers repeat one (see ``row_names``).
 
@@ -730,15 +731,6 @@ def _is_float(token: str) -> bool:
     return True
 
 
-def _is_fraction(token: str) -> bool:
-    """Whether ``token`` is a finite number that is not a whole one (``0.418``, ``-1e-3``): data, never a name."""
-    try:
-        value = float(token)
-    except ValueError:
-        return False
-    return math.isfinite(value) and not value.is_integer()
-
-
 _MAX_FIRST_LINE = 16 * 2**20  # characters: about 900,000 columns of 18-character numbers
 # Columns of a .csv/.tsv or Parquet table of one feature per column: embeddings are at most tens of thousands wide
 # (25,600 for the widest language models). pandas took 7 s and 350 MB per 100,000 columns of a 3-row table, and
@@ -885,9 +877,10 @@ def _read_table(path, sep: str, label_column=None):
     if len(first) > _MAX_COLUMNS + 1:  # a column of row names beside the features
         raise _fail(path, f"its first line holds {len(first):,} columns", f"at most {_MAX_COLUMNS:,} features a row")
     header = first[0] == "" or not all(_is_float(t) for t in (first[1:] or first))
-    # ... unless a field is a number with a fraction (0.418), which no column name is: a row of numbers with one bad
-    # field (a word, an empty field), whose row was lost as the header while the same field lower down is refused
-    header = header and (first[0] == "" or not any(_is_fraction(t) for t in first[1:]))
+    # ... unless a field after the first is a number (0.418, 3): a row of numbers with a bad or missing field (a word,
+    # an empty field, NA), whose row was lost as the header without a word while the same field lower down is read
+    # (a NaN) or refused. A header of names holds no number; pandas' numbered columns are told apart below
+    header = header and (first[0] == "" or not any(_is_float(t) for t in first[1:]))
     # pandas writes the column labels 0, 1, ..., d-1 of an unnamed frame as a numeric-looking header, also after
     # a named first column ("label,0,1,...")
     # (three at least after a name: a row "w,0,1" of a word and its 2-d vector stays data)
