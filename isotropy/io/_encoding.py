@@ -135,11 +135,22 @@ LABEL_HEADERS = frozenset({"label", "labels", "gold_label", "gold_labels", "gold
 _FEATURE_LIKE_LABEL_HEADERS = frozenset({"y", "type", "types", "group", "groups"})
 
 
-def is_label_header(cell, *, of_features: bool = False) -> bool:
-    """Whether a header cell or column name names labels: one of :data:`LABEL_HEADERS`, or, but for the header of a
-    table of features (``of_features``), ``y``, ``type`` or ``group``."""
+#: Endings of the name of a column of label ids (``label_id``, ``class_idx``, ``target-index``): the name less one of
+#: them is one of :data:`LABEL_HEADERS`.
+_ID_ENDINGS = ("_id", "_ids", "_idx", "_index", "-id", "-idx", "-index", " id", "id")
+
+
+def is_label_header(cell, *, of_features: bool = False, columns=()) -> bool:
+    """Whether a header cell or column name names labels: one of :data:`LABEL_HEADERS`, or such a name with an id
+    ending (``label_id``, ``class_idx``), or, but for the header of a table of features (``of_features``), ``y``,
+    ``type`` or ``group``. In a table of features ``y`` names labels too (scikit-learn's name for the target) unless
+    one of its ``columns`` is named ``x`` (coordinates ``x, y``)."""
     name = header_name(cell).lower()
-    return name in LABEL_HEADERS or (not of_features and name in _FEATURE_LIKE_LABEL_HEADERS)
+    if name in LABEL_HEADERS or any(name.endswith(end) and name[: -len(end)] in LABEL_HEADERS for end in _ID_ENDINGS):
+        return True
+    if of_features:
+        return name == "y" and not any(header_name(column).lower() == "x" for column in columns)
+    return name in _FEATURE_LIKE_LABEL_HEADERS
 
 
 #: Bytes of a text file looked at for a UTF-16/UTF-32 encoding (:func:`wide_encoding`).

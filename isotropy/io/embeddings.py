@@ -1094,7 +1094,7 @@ def _refuse_label_columns(df, path, label_column: str | None = None) -> None:
     for column in df.columns:
         values = df[column]
         name = _header_name(column)
-        if is_label_header(name, of_features=True) and pd.api.types.is_numeric_dtype(values) and \
+        if is_label_header(name, of_features=True, columns=df.columns) and pd.api.types.is_numeric_dtype(values) and \
                 _whole_numbers(values):
             reason = f"its column {str(column)!r} holds integer labels, not a feature (its header says so)"
             if label_column is not None:
@@ -1200,7 +1200,8 @@ def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
             place = f"line {row + line_offset}" if line_offset is not None else f"row {row}"
             where = f" ({_quoted(values.iloc[row])} on {place})"
         expected = "numbers in every column but the row names"
-        if is_label_header(_header_name(column), of_features=True):  # a 'label' column of strings: where it goes
+        # a 'label' column of strings: where it goes
+        if is_label_header(_header_name(column), of_features=True, columns=df.columns):
             expected += (f"; give the labels with --labels {shlex.quote(str(path))} --label-column "
                          f"{shlex.quote(_header_name(column))} (label_column= in Python), which also leaves the "
                          f"column out of the features")
