@@ -162,3 +162,29 @@ def test_a_shrinkage_count_beyond_the_rows_is_every_row_with_a_note(files):
     assert ("Note: --shrinkage-sample 99999 is not below the 60 rows of EMBEDDINGS: Σ_S is the covariance of every "
             "row (with every row measured, that of the rows measured: isoscore_star is then isoscore).") in result.output
     assert json.loads(out.read_text())["values"]["isoscore_star"] == pytest.approx(_expected(X, X), rel=1e-10)
+
+
+def test_a_shrinkage_sample_with_nan_or_of_one_point_is_refused_naming_the_option(files):
+    # the covariance accumulator named its own parameter ("The 'X_chunk' parameter of CovarianceAccumulator.update
+    # must contain only finite values"), isoscore_star its 'shrinkage_cov' (the zero matrix): neither the option nor
+    # its file (a user trial). Refused before any metric runs, in the option's words
+    tmp_path, _, S = files
+    bad = S.copy()
+    bad[7, 3] = np.nan
+    np.save(tmp_path / "nan.npy", bad)
+    np.save(tmp_path / "same.npy", np.ones((20, 5)))
+    result = _measure(tmp_path / "shrink.npy", "--shrinkage-sample", tmp_path / "nan.npy")
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (f"Error: --shrinkage-sample {str(tmp_path / 'nan.npy')!r} has a "
+                                              f"non-finite value nan at row 7, column 3 (rows counted from 0); "
+                                              f"expected finite numbers (no NaN or inf).")
+    result = _measure(tmp_path / "shrink.npy", "--shrinkage-sample", tmp_path / "same.npy")
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (f"Error: --shrinkage-sample {str(tmp_path / 'same.npy')!r}: its 20 rows "
+                                              f"are all the same point, so Σ_S, their covariance, is the zero matrix; "
+                                              f"expected rows that vary, such as a larger sample of the embeddings.")
+    np.save(tmp_path / "emb_nan.npy", bad)  # drawn from EMBEDDINGS: the row of EMBEDDINGS named
+    result = _measure(tmp_path / "emb_nan.npy", "--shrinkage-sample", 199)
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == ("Error: --shrinkage-sample 199 drew a non-finite value of EMBEDDINGS, "
+                                              "nan at row 7, column 3; expected finite numbers (no NaN or inf).")

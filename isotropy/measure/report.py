@@ -1072,8 +1072,33 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features, inherit
         if S.ndim != 2 or S.shape[1] != n_features or S.shape[0] < 2:
             raise InputError(f"--shrinkage-sample {str(spec)!r} has shape {tuple(S.shape)}; expected at least 2 rows "
                              f"of {n_features} features, like EMBEDDINGS.")
-    accumulator = _guard(CovarianceAccumulator().update, np.asarray(S))
+    S = np.asarray(S)
+    _refuse_shrinkage_rows(S, spec, rows if isinstance(spec, int) else None)
+    accumulator = _guard(CovarianceAccumulator().update, S)
     return _guard(accumulator.covariance), int(S.shape[0])
+
+
+def _refuse_shrinkage_rows(S, spec, rows=None) -> None:
+    """Refuse a ``--shrinkage-sample`` whose rows hold a NaN or inf, or are all one point (a zero Σ_S), in the option's
+    words: the covariance accumulator and isoscore_star named their own parameters ('X_chunk' of
+    CovarianceAccumulator.update, 'shrinkage_cov' of isoscore_star), neither the option nor its file (a user trial).
+    ``spec``: the option's value (a row count drawn from EMBEDDINGS, or a file); ``rows``: the rows drawn, for a count.
+    """
+    import numpy as np
+
+    from isotropy._utils.validation import first_nonfinite
+
+    drawn = isinstance(spec, int)
+    whose = f"--shrinkage-sample {spec}" if drawn else f"--shrinkage-sample {str(spec)!r}"
+    found = None if np.isfinite(S.min()) and np.isfinite(S.max()) else first_nonfinite(S)
+    if found is not None:
+        where = f"drew a non-finite value of EMBEDDINGS, {found.at(int(rows[found.row]))}" if drawn else \
+            f"has a non-finite value {found.at()} (rows counted from 0)"
+        raise InputError(f"{whose} {where}; expected finite numbers (no NaN or inf).")
+    if (S == S[0]).all():
+        what = f"its {S.shape[0]} rows drawn from EMBEDDINGS" if drawn else f"its {S.shape[0]} rows"
+        raise InputError(f"{whose}: {what} are all the same point, so Σ_S, their covariance, is the zero matrix; "
+                         f"expected rows that vary, such as a larger sample of the embeddings.")
 
 
 def _shrinkage_words(message: str) -> str:
