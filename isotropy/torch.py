@@ -356,15 +356,21 @@ class IStarLoss(nn.Module):
         self.zeta = check_zeta(zeta, caller="IStarLoss")
         self.weight = check_weight(weight, caller="IStarLoss")
         if shrinkage_cov is not None:
-            check_tensor_data(shrinkage_cov, caller="IStarLoss", name="shrinkage_cov")
-            check_real(shrinkage_cov, caller="IStarLoss", name="shrinkage_cov")  # .to() dropped imaginary parts
-            shrinkage_cov = as_shrinkage_tensor(shrinkage_cov, caller="IStarLoss").detach().clone()
-            if not shrinkage_cov.is_floating_point():
-                shrinkage_cov = shrinkage_cov.to(torch.get_default_dtype())
-            shrinkage_cov = _check_shrinkage_cov(shrinkage_cov, None, like=shrinkage_cov, caller="IStarLoss")
-            if self.zeta > 0:  # given once: checked once (forward, every step, checks its trace alone)
-                check_covariance(shrinkage_cov, caller="IStarLoss")
+            shrinkage_cov = self._checked(shrinkage_cov, caller="IStarLoss").clone()
         self.register_buffer("shrinkage_cov", shrinkage_cov)
+
+    def _checked(self, shrinkage_cov, *, caller: str):
+        """Σ_S checked as the constructor takes it (a real, finite, symmetric square matrix; a covariance, not the zero
+        matrix, when ``zeta > 0``), as a detached floating tensor (not copied where it need not be)."""
+        check_tensor_data(shrinkage_cov, caller=caller, name="shrinkage_cov")
+        check_real(shrinkage_cov, caller=caller, name="shrinkage_cov")  # .to() dropped imaginary parts
+        shrinkage_cov = as_shrinkage_tensor(shrinkage_cov, caller=caller).detach()
+        if not shrinkage_cov.is_floating_point():
+            shrinkage_cov = shrinkage_cov.to(torch.get_default_dtype())
+        shrinkage_cov = _check_shrinkage_cov(shrinkage_cov, None, like=shrinkage_cov, caller=caller)
+        if self.zeta > 0:  # given once: checked once (forward, every step, checks its trace alone)
+            check_covariance(shrinkage_cov, caller=caller)
+        return shrinkage_cov
 
     @torch.no_grad()
     def refresh_shrinkage_cov(self, H):
@@ -373,7 +379,12 @@ class IStarLoss(nn.Module):
         Written into the current Σ_S (its device and dtype) where that dtype holds the new values; a covariance it
         cannot hold (float64, of float32 states beyond about 1e19) replaces it, on its device.
         """
-        cov = _shrinkage_covariance(H, caller="IStarLoss.refresh_shrinkage_cov")
+        caller = "IStarLoss.refresh_shrinkage_cov"
+        cov = _shrinkage_covariance(H, caller=caller)
+        if self.zeta > 0 and not bool(cov.any()):  # (exactly zero for rows of one point) forward refused it, later,
+            # naming a 'shrinkage_cov' parameter never passed (a user trial)
+            raise IsotropyValueError(f"The 'H' parameter of {caller} must have rows that vary: Σ_S is their "
+                                     f"covariance. Got rows that are all the same point (the zero matrix) instead.")
         current = self.shrinkage_cov
         if current is not None and current.shape == cov.shape:
             dtype = _holding_dtype(cov, current.dtype)
@@ -399,8 +410,11 @@ class IStarLoss(nn.Module):
         return module
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # a fresh module holds no Σ_S yet: take its shape from the checkpoint
         key = prefix + "shrinkage_cov"
+        if state_dict.get(key) is not None:  # checked as the constructor checks it, before anything is loaded (any
+            # matrix was taken: a non-square one was then blamed on the next batch 'H')
+            self._checked(state_dict[key], caller="IStarLoss.load_state_dict")
+        # a fresh module holds no Σ_S yet: take its shape from the checkpoint
         if self.shrinkage_cov is None and state_dict.get(key) is not None:
             self.shrinkage_cov = torch.empty_like(state_dict[key])
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)

@@ -180,3 +180,30 @@ def test_istar_loss_at_zeta_one_with_a_sample_covariance_still_gives_its_value_f
     loss = IStarLoss(zeta=1.0).refresh_shrinkage_cov(torch.randn(50, 4, generator=torch.Generator().manual_seed(0)))
     assert float(loss(torch.randn(1, 4))) == pytest.approx(-isoscore_from_covariance(loss.shrinkage_cov.numpy()),
                                                            rel=1e-5)
+
+
+
+def test_istar_loss_refuses_a_zero_refreshed_or_a_bad_loaded_shrinkage_cov():
+    # refresh_shrinkage_cov took rows of one point (Σ_S = 0) and forward refused it later, naming a 'shrinkage_cov'
+    # never passed; load_state_dict took any matrix (a non-square one was blamed on the next batch): both refused
+    # where they happen, in the constructor's words, and the module keeps its Σ_S
+    loss = IStarLoss(zeta=0.2)
+    with pytest.raises(IsotropyValueError, match=r"^The 'H' parameter of IStarLoss\.refresh_shrinkage_cov must have "
+                                                 r"rows that vary: Σ_S is their covariance\. Got rows that are all "
+                                                 r"the same point \(the zero matrix\) instead\.$"):
+        loss.refresh_shrinkage_cov(torch.full((10, 8), 0.1))
+    assert loss.shrinkage_cov is None
+    IStarLoss(zeta=0.0).refresh_shrinkage_cov(torch.ones(10, 8))  # ζ = 0: Σ_S unused, as the constructor allows
+    loss.refresh_shrinkage_cov(torch.eye(8).repeat(2, 1))
+    kept = loss.shrinkage_cov.clone()
+    for bad, why in [(torch.ones(3, 8), r"must be a square covariance matrix"),
+                     (-torch.eye(8), (r"must be positive semi-definite \(a covariance matrix\)\. Got a smallest "
+                                     r"eigenvalue of -1 instead")),
+                     (torch.full((8, 8), float("nan")), r"must contain only finite values")]:
+        with pytest.raises(IsotropyValueError, match=rf"^The 'shrinkage_cov' parameter of IStarLoss\.load_state_dict "
+                                                     rf"{why}"):
+            loss.load_state_dict({"shrinkage_cov": bad})
+        assert torch.equal(loss.shrinkage_cov, kept)
+    fresh = IStarLoss(zeta=0.2)
+    fresh.load_state_dict(loss.state_dict())
+    assert torch.equal(fresh.shrinkage_cov, kept)
