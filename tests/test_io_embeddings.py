@@ -1047,3 +1047,29 @@ def test_a_label_id_or_y_column_is_refused_as_a_feature(tmp_path, name, suffix):
     coordinates = pd.DataFrame({"x": rng.integers(0, 5, 40), "y": rng.integers(0, 5, 40)})
     coordinates.to_csv(path, index=False) if suffix == ".csv" else coordinates.to_parquet(path)
     np.testing.assert_array_equal(read_embeddings(path)[0], coordinates.to_numpy())
+
+
+def test_a_sampled_or_concatenated_frames_index_without_a_header_is_read_as_row_names(tmp_path):
+    # df.sample(100).to_csv(header=False), pd.concat([a, b]).to_csv(header=False): the index came first, in another
+    # order or in runs that start again, and was measured as a feature (IsoScore 0.00027 against 0.968, a user trial)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(300, 4)))
+    cases = {"sampled": frame.sample(100, random_state=0), "concatenated": pd.concat([frame[:100], frame[:50]])}
+    for name, part in cases.items():
+        path = tmp_path / f"{name}.csv"
+        part.to_csv(path, header=False)
+        X, row_names = read_embeddings(path)
+        np.testing.assert_allclose(X, part.to_numpy(), rtol=1e-15)
+        assert row_names == [str(i) for i in part.index], name
+    # a first column of integers that is no index stays a feature: repeated values (a group), a negative number, or
+    # distinct integers beside integer features only (a table of counts)
+    group = frame.copy()
+    group.insert(0, "k", rng.integers(0, 5, 300))
+    negative = frame.copy()
+    negative.insert(0, "k", rng.permutation(300) - 1)
+    counts = pd.DataFrame({"a": rng.permutation(300), "b": rng.integers(0, 9, 300)})
+    for part in (group, negative, counts):
+        part.to_csv(tmp_path / "f.csv", header=False, index=False)
+        X, row_names = read_embeddings(tmp_path / "f.csv")
+        np.testing.assert_allclose(X, part.to_numpy(dtype=float), rtol=1e-15)
+        assert row_names is None

@@ -32,12 +32,18 @@ def test_row_numbers_of_a_headerless_table_are_row_names(tmp_path, sep, suffix, 
 
 def test_a_first_column_that_is_not_the_row_numbers_stays_a_feature(tmp_path):
     X = _low_rank(n=6, d=3)
-    X[:, 0] = [0, 1, 2, 3, 5, 4]  # integers, but not 0..n-1 in order
+    X[:, 0] = [0, 1, 2, 2, 5, 4]  # integers, not 0..n-1 in order, and one repeated: no frame's index
     path = tmp_path / "x.csv"
     pd.DataFrame(X).astype({0: int}).to_csv(path, header=False, index=False)
     read, names = read_embeddings(path)
     assert read.shape == (6, 3) and names is None
-    np.testing.assert_allclose(read[:, 0], [0, 1, 2, 3, 5, 4])
+    np.testing.assert_allclose(read[:, 0], [0, 1, 2, 2, 5, 4])
+    # distinct integers in another order, beside features with fractions, are a shuffled frame's index (decided
+    # 2026-12-07 after a user trial: df.sample(100).to_csv(header=False) was measured with its index as a feature)
+    X[:, 0] = [0, 1, 2, 3, 5, 4]
+    pd.DataFrame(X).astype({0: int}).to_csv(path, header=False, index=False)
+    read, names = read_embeddings(path)
+    assert read.shape == (6, 2) and names == ["0", "1", "2", "3", "5", "4"]
 
 
 def _refused_alike(path, message, capsys):

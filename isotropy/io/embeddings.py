@@ -1107,13 +1107,18 @@ def _refuse_label_columns(df, path, label_column: str | None = None) -> None:
 
 
 def _is_row_numbers(df) -> bool:
-    """Whether the first of several columns holds the row numbers 0..n-1 or 1..n, as integers.
+    """Whether the first of several columns of a file without a header holds row numbers: 0..n-1 or 1..n, or distinct
+    non-negative integers in any order beside columns that hold fractions.
 
     ``pd.DataFrame(X).to_csv(path, header=False)`` writes the row numbers before the features without a header:
     read as a feature, they are a column of variance n²/12 that outweighs every other (participation ratio 1.0
-    where the features read 18). A judgement call: such a column is read as row names, not refused, because no
-    embedding has a feature that counts its rows exactly; a column that misses one number, or repeats one, is
-    read as a feature.
+    where the features read 18). The frame of a shuffle, a sample or a concatenation (``df.sample(100)``,
+    ``pd.concat([a, b])``) writes its index so, in another order, or in runs that start again (IsoScore 0.00027
+    against 0.968 without the column, a user trial). A judgement call: such a column is read as row names, not
+    refused, because no embedding has a feature that counts its rows, nor one of distinct whole numbers, or of a few
+    runs of consecutive ones, beside features with fractions. A column that holds a negative number, or repeats
+    numbers other than in such runs (at most one run per 100 rows), or one beside integer features only (a table of
+    counts), is read as a feature.
     """
     import pandas as pd
 
@@ -1121,7 +1126,15 @@ def _is_row_numbers(df) -> bool:
         return False
     values = df.iloc[:, 0].to_numpy()
     start = np.arange(len(values))
-    return bool(np.array_equal(values, start) or np.array_equal(values, start + 1))
+    if np.array_equal(values, start) or np.array_equal(values, start + 1):
+        return True
+    breaks = int(np.count_nonzero(np.diff(values) != 1))  # runs of consecutive numbers: a concatenation's index
+    if values.min() < 0 or (np.unique(values).size != values.size and breaks > max(1, values.size // 100)):
+        return False
+    # (numeric columns only: a column of text is refused below, naming it)
+    rest = df.iloc[:, 1:].select_dtypes("number").to_numpy(dtype=np.float64, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        return bool(np.any(np.isfinite(rest) & (np.mod(rest, 1) != 0)))
 
 
 def _is_row_ids(df, path, *, line_offset: int | None) -> bool:
