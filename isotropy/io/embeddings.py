@@ -138,8 +138,10 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         strings (or the second, after a first column of row ids; a string column elsewhere is
         refused, as in a ``.csv`` file), or the string column
         beside a ``.parquet`` column of vectors; ``None`` when the file has none. The first
-        column of a ``.csv``/``.tsv`` file without a header is row names also when it holds exactly
-        the row numbers 0..n-1 or 1..n, as ``DataFrame.to_csv(header=False)`` writes them; so is the
+        column of a ``.csv``/``.tsv`` file without a header is row names also when it holds
+        the row numbers 0..n-1 or 1..n, as ``DataFrame.to_csv(header=False)`` writes them, or, beside
+        features with fractions, another index of a frame (distinct non-negative integers in any
+        order, or a few runs of consecutive ones: a sampled or concatenated frame's); so is the
         first column of a ``.csv``/``.tsv`` file with a header, or of a ``.parquet`` table of one
         feature per column, that holds distinct integers, in any order, under a row-id header
         (``id``, ``index``, ``idx``, ``row``, ``row_id``, ``Unnamed: 0``, ... in any case:
