@@ -239,3 +239,23 @@ def test_a_non_numeric_entry_is_said_at_its_line_and_entry(tmp_path, monkeypatch
     path.write_text("\n".join((["12 5"] if header else []) + lines) + "\n", encoding="utf-8")
     words, vectors = read_word_vectors(path)[:2]
     assert words[9] == "w9" and vectors[9].tolist() == np.array([0.1, 0.2, 1.5, 0.4, 0.5], np.float32).tolist()
+
+
+def test_a_word2vec_text_file_with_a_latin1_word_is_text_not_binary(tmp_path):
+    # one byte that is not UTF-8 in a word of the first 4 KB made the file "binary", then refused as "goes on after
+    # the 50 vectors of 4 features its header announces" (a user trial): text is told by its first vector line
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 4)).astype(np.float32)
+    words = [b"caf\xe9" if i == 10 else f"w{i}".encode() for i in range(50)]
+    body = b"".join(w + b" " + " ".join(repr(float(v)) for v in row).encode() + b"\n" for w, row in zip(words, X))
+    path = tmp_path / "latin.vec"
+    path.write_bytes(b"50 4\n" + body)
+    read, got = read_word_vectors(path)
+    np.testing.assert_array_equal(got, X)
+    assert read[10] == "caf\ufffd" and read[:2] == ["w0", "w1"]  # undecodable bytes replaced, as documented
+    assert read_word_vectors(path, encoding="latin-1")[0][10] == "café"
+    binary = tmp_path / "b.bin"  # word2vec binary with the same word is still binary
+    binary.write_bytes(b"50 4\n" + b"".join(w + b" " + row.astype("<f4").tobytes() for w, row in zip(words, X)))
+    read, got = read_word_vectors(binary, encoding="latin-1")
+    np.testing.assert_array_equal(got, X)
+    assert read[10] == "café"

@@ -70,13 +70,11 @@ def _binary_head(head: bytes) -> bool:
     parts = first.split()
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         return False
-    try:
-        rest.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    # bytes that happen to decode (zeros, small integers as float32): text only if the first vector line reads
-    # as a word and numbers, as a text file's does (how many is the text reader's to check), split at its
-    # whitespace or, as _read_text also reads it, at its tabs alone (a word with a space: 'new york\t0.1\t...')
+    # text only if the first vector line reads as a word and numbers, as a text file's does (how many is the text
+    # reader's to check), split at its whitespace or, as _read_text also reads it, at its tabs alone (a word with a
+    # space: 'new york\t0.1\t...'); binary floats never read so. Whether the bytes decode as UTF-8 says nothing: a
+    # text file with one latin-1 word in its first 4 KB ('caf\xe9') was read as binary, and refused as "goes on
+    # after the vectors its header announces" (a user trial); its words are decoded with errors replaced, as ever
     line = rest.split(b"\n", 1)[0]
     return not any(len(fields) >= 2 and _numbers(fields[1:]) for fields in (line.split(), line.rstrip().split(b"\t")))
 
