@@ -4,8 +4,12 @@
 * text (``.txt``, ``.labels``, ``.lst`` or no extension): one label per line;
 * ``.csv``/``.tsv``: one column of labels, or several 0/1 columns (a multi-label indicator matrix,
   each distinct row one cluster); an optional header line is recognised by its content (a name
-  such as ``label``, or a word above numeric labels, or a non-0/1 line above 0/1 columns), never
-  by the number of lines; with ``column``, its column named on line 1 or given by its 1-based position;
+  such as ``label``, or a word above numeric labels, ``0`` above labels none of them an integer, as pandas names an
+  unnamed Series, or a non-0/1 line above 0/1 columns), never by the number of lines; a first column without a
+  name on the header line that numbers the rows in order (pandas' index, 0, 1, 2, ...; R's ``write.csv``, 1, 2,
+  3, ...) is left out; a column named as the labelling (``label``, ``class``, ``cluster``, ...) beside two or more
+  other 0/1 columns is refused, naming ``--label-column``; with ``column``, its column named on line 1 or given by
+  its 1-based position;
 * ``.npy``: a 1-d array of labels or a 2-d 0/1 matrix;
 * ``.npz``: the same, as the member named by ``column`` (or the only member);
 * ``.pt``/``.pth`` (``torch.save`` of a tensor, or of a dict of tensors) and ``.safetensors``: the same, as the
@@ -39,12 +43,15 @@ from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
 from isotropy.io._delimited import file_delimiter, table_quoting
 from isotropy.io._encoding import (
+    _ID_ENDINGS,
     MAX_LINE_CHARS,
     MAX_TEXT_FILE_BYTES,
+    WIDE_SNIFF,
     header_name,
     is_label_header,
     is_row_id_header,
     text_codec,
+    wide_encoding,
 )
 from isotropy.io._paths import _mib, npy_magic_problem, npy_size_problem, path_kind
 from isotropy.io.word_vectors import _MAX_LINE
@@ -109,8 +116,11 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         content says so: in one column, a usual header name (``label``, ``gold_label``,
         ``sentiment``, ``class``, ``y``, ...: :data:`isotropy.io._encoding.LABEL_HEADERS`, which
         :func:`isotropy.io.embeddings.read_embeddings` refuses as a feature, and ``y``, ``type``,
-        ``group``) that is not also a label, or a non-numeric word above integer labels; in several 0/1
-        columns, a first line that is not all 0/1. The number of lines never decides.
+        ``group``) that is not also a label, a non-numeric word above integer labels, or ``0`` (pandas'
+        name of an unnamed Series) above labels none of which is an integer; in several 0/1
+        columns, a first line that is not all 0/1. The number of lines never decides: ``0`` above
+        integer labels is a label, and one label too many says that ``column="0"`` reads it as pandas'
+        header.
     column : str, optional
         The label column of a ``.csv``/``.tsv`` file (a table of texts and labels, say): its cells
         are the labels, the other columns are ignored. A name from its header line, or a 1-based
@@ -131,8 +141,10 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         What the ``n_rows`` rows are, in the message of a count that differs (``"texts"``).
     encoding : str, default="utf-8"
         The text encoding of a text, ``.csv`` or ``.tsv`` file (``"latin-1"``, ``"cp1252"``, ...),
-        as :func:`isotropy.measure.from_model.read_texts` takes it; a leading UTF-8 byte-order
-        mark is not part of the first label.
+        as :func:`isotropy.measure.from_model.read_texts` takes it; a leading byte-order
+        mark is not part of the first label. A UTF-16 or UTF-32 file (known by its byte-order mark or,
+        without one, by its bytes) read in another encoding is refused naming its own; ``"utf-16"``
+        (``"utf-32"``) reads one without a byte-order mark in the byte order its bytes show.
     row_note : str or None, default=None
         Said after a count that differs, in parentheses: how the ``n_rows`` rows were counted
         (``isotropy measure --model``: the blank lines of the texts file skipped).
@@ -184,7 +196,14 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
     if n_rows is not None and labels.shape[0] != n_rows:
         hint, suffix = "", path.suffix.lower()
         if suffix in (".csv", ".tsv") and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
-            if _first_field(path, text) == str(labels[0]):
+            if _first_field(path, text) == str(labels[0]) == _PANDAS_NAME and column is None:
+                # pandas' header of an unnamed Series, or a label 0: the count alone does not say which (a stray
+                # last line is as likely), so it is not taken as the header, but named as one
+                hint = (f" (line 1 {_PANDAS_NAME!r} was read as a label, not a header; if it is the header pandas "
+                        f"writes above an unnamed Series, pd.Series(y).to_csv(path, index=False), read it as one: "
+                        f"--label-column {_PANDAS_NAME} (column= in Python); or is the last line {str(labels[-1])!r} "
+                        f"a stray one?)")
+            elif _first_field(path, text) == str(labels[0]):
                 hint = (f" (line 1 {str(labels[0])!r} was read as a label, not a header; a header names the "
                         f"column, e.g. 'label'; or is the last line {str(labels[-1])!r} a stray one?)")
             else:  # a header line was read as such: the label too many is elsewhere
@@ -219,6 +238,8 @@ def _read_file(path: Path, column, text, read_as: list | None = None) -> np.ndar
         if size > _MAX_LABELS_BYTES:  # read into memory below: a bound on it
             raise _fail(path, f"it is {size:,} bytes", f"at most {_MAX_LABELS_BYTES:,} bytes "
                               f"({_MAX_LABELS_BYTES // 2**30} GiB) of labels, as read_texts reads")
+        # after the binary check: a .npy's bytes may hold every other byte NUL, as UTF-16 text does
+        text = _wide_text(path, text)
     if suffix == ".npy":
         labels = _read_npy(path)
     elif suffix == ".npz":
@@ -313,6 +334,10 @@ def _is_int(text: str) -> bool:
     return True
 
 
+#: The header pandas writes above an unnamed Series (``pd.Series(y).to_csv(path, index=False)``, the column name ``0``)
+_PANDAS_NAME = "0"
+
+
 def _is_header(rows, width) -> bool:
     """Whether the first line of a label table is a header, judged from the cells only."""
     first, rest = rows[0], rows[1:]
@@ -323,6 +348,8 @@ def _is_header(rows, width) -> bool:
         return False  # the same text lower down is a label
     if is_label_header(cell):
         return True
+    if cell == _PANDAS_NAME and rest and not any(_is_int(row[0]) for row in rest):
+        return True  # pandas' header above words: pd.Series(["cat", "dog"]).to_csv(path, index=False)
     return bool(rest) and not _is_int(cell) and all(_is_int(row[0]) for row in rest)  # a word above integers
 
 
@@ -586,11 +613,12 @@ def _check_width(path, n: int, longest: int, size: int, *, line: int | None = No
 def _first_field(path, text) -> str | None:
     """The first field of the file's first non-blank line, as the readers strip it (None if unreadable)."""
     try:
+        text = _wide_text(path, text)  # as the labels were read (a UTF-16 file without a byte-order mark)
         with open(path, encoding=text[1], errors="replace") as handle:
             for line in handle:
                 if line.strip():
                     return line.strip().split(file_delimiter(path, text[1]))[0].strip()
-    except OSError:
+    except (OSError, IsotropyValueError):
         return None
     return None
 
@@ -816,6 +844,46 @@ def _not_text(text: tuple[str, str], path) -> str:
             f"{converted}, or give its encoding: encoding='latin-1' in Python, --encoding latin-1 on the command line)")
 
 
+def _wide_text(path, text: tuple[str, str]) -> tuple[str, str]:
+    """``text`` (``(name, decode_as)`` of :func:`text_codec`) as the text, CSV/TSV or JSON-lines file ``path`` is to
+    be decoded, its first bytes looked at by :func:`isotropy.io._encoding.wide_encoding` (the check of ``--texts``).
+
+    A UTF-16 or UTF-32 file read in another encoding is refused with the ``encoding`` it needs: as UTF-8 it was "not
+    UTF-8 text" with advice to read it as latin-1, which then said "line 1 ends with a NUL character" (a user trial),
+    and UTF-16 without a byte-order mark was that NUL message alone. Read in its own encoding, ``utf-16`` (or
+    ``utf-32``) reads a file without a byte-order mark in the byte order its bytes show (Python's decoder raised
+    "UTF-16 stream does not start with BOM"), and a byte-order mark is not part of the first label whichever order
+    was named (``utf-16-le`` decodes it as the character U+FEFF). A file that shows no byte order, read as
+    ``utf-16`` or ``utf-32`` without a mark, is refused asking for the order.
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(WIDE_SNIFF)
+    except OSError:
+        return text  # the reader says why
+    name = text[0]  # the codec's own name: 'utf-16', 'utf-16-le', 'utf-32-be', 'utf-8', 'iso8859-1', ...
+    family = name[:6] if name.startswith(("utf-16", "utf-32")) else None
+    marks = {"utf-16": (b"\xff\xfe", b"\xfe\xff"), "utf-32": (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")}
+    wide = wide_encoding(head)
+    if wide is None:
+        # (shorter than one character: the decoder says "not utf-16 text", as of any truncated character)
+        if name == family and len(head) >= int(family[-2:]) // 8 and not head.startswith(marks[family]):
+            raise _fail(path, f"it does not start with a {family.upper()} byte-order mark and its bytes do not show "
+                              f"its byte order (encoding={text[1]!r})",
+                        f"the byte order named: encoding='{family}-le' in Python, --encoding {family}-le on the command "
+                        f"line (or {family}-be; or the file's own encoding, if it is not {family.upper()})")
+        return text
+    found = wide[0]
+    marked = found in marks
+    order = ("le" if head.startswith(b"\xff\xfe") else "be") if marked else found[-2:]
+    if family == found[:6] and (name == family or name.endswith(order)):
+        # the family's own codec reads a byte-order mark (either order) and leaves it out of the text
+        return name, found if marked else f"{family}-{order}"
+    given = "UTF-8 text" if name == "utf-8" else f"{name} text (encoding={text[1]!r})"
+    raise _fail(path, f"it is {found.upper()} text ({wide[1]}), not {given}",
+                f"its encoding given: encoding={found!r} in Python, --encoding {found} on the command line")
+
+
 def _refuse_long_line(path, expected: str) -> None:
     """Refuse a line of ``path`` longer than ``_MAX_TABLE_LINE_BYTES``, measured by the embeddings reader's line scan
     (:func:`isotropy.io.embeddings._long_line`: a block of bytes at a time, stopping at the first line over the bound;
@@ -868,21 +936,64 @@ def _read_delimited(path, sep: str, text: tuple[str, str]) -> np.ndarray:
     if table.size and (table == "").any():
         r, c = np.argwhere(table == "")[0]
         raise _fail(path, f"line {r + 1 + offset}, column {c + 1} is empty", "a label in every cell")
+    names = rows[0]
+    if header and width > 1 and header_name(names[0]) == "":  # an unnamed first column: pandas' or R's index
+        numbers = np.arange(len(table))
+        if any(np.array_equal(table[:, 0], (numbers + start).astype(str)) for start in (0, 1)):
+            # pd.Series(y).to_csv(path) writes its default index, the rows' numbers 0, 1, 2, ... in order, under an
+            # empty header cell (R's write.csv 1, 2, 3, ... under ""): the columns after it are the file, read as if
+            # it had none
+            table, names, width = table[:, 1:], names[1:], width - 1
+        elif not any(is_label_header(cell) for cell in names) and not np.isin(table, ("0", "1")).all():
+            # an index that is not the rows' order (a filtered frame): which rows the labels belong to is not known
+            row = next(i for i, cell in enumerate(table[:, 0]) if cell != str(i))
+            raise _fail(path, f"its first column has no name on the header line, as pandas writes a frame's index "
+                              f"(to_csv without index=False), and it does not number the rows 0, 1, 2, ... in order "
+                              f"(line {row + 1 + offset} holds {str(table[row, 0])!r})",
+                        f"the label column named: --label-column {names[1] if width == 2 else 'NAME'} (column= in "
+                        f"Python), or the file written with index=False")
     if width == 1:
         return table[:, 0]
     if header:  # a column of labels beside others ('id,label', 'label,score') is not a table of 0/1 indicators
-        named = next((cell for cell in rows[0] if is_label_header(cell) or is_row_id_header(cell)), None)
+        named = next((cell for cell in names if is_label_header(cell) or is_row_id_header(cell)), None)
         if named is not None and not np.isin(table, ("0", "1")).all():
-            label = next((cell for cell in rows[0] if is_label_header(cell)), None)
+            label = next((cell for cell in names if is_label_header(cell)), None)
             which = f"the label column {label!r}" if label is not None else f"the row-id column {named!r}"
             raise _fail(path, f"its header names {which} beside {width - 1} other column{'' if width == 2 else 's'}, "
                               f"and not every column holds 0/1, so it is not a table of 0/1 indicator columns "
                               f"(multi-label)", f"the label column named: --label-column {label or 'NAME'} (column= "
                                                 f"in Python), or multi-label 0/1 columns headed by their classes")
+        label = next((cell for cell in names if _is_the_label(cell)), None)
+        if label is not None and width > 2:
+            # 'label,is_test,flag' of 0/1 values was 3 multi-label columns, 8 clusters of label x is_test x flag, in
+            # silence (a user trial). Refused, not read as its 'label' column: the same header above values not all
+            # 0/1 is refused asking for --label-column (above), and a file should not be read two ways by its values;
+            # the message names the option that reads it. Class names that are also names of labellings ('topic',
+            # 'target') stay multi-label columns (_is_the_label); two columns ('label,x') stay warned below, as
+            # documented (they may be two classes)
+            others = [cell for cell in names if cell != label]
+            raise _fail(path, f"its header names the label column {label!r} beside {width - 1} other 0/1 columns "
+                              f"({_cells(others)}), so it is not read as {width} multi-label 0/1 columns (each "
+                              f"distinct row of them a cluster)",
+                        f"the label column named: --label-column {label} (column= in Python), or multi-label 0/1 "
+                        f"columns headed by their classes")
         if named is not None and width == 2:  # 'label,x' of 0/1 values: two classes, or a label and a 0/1 feature
             import warnings
 
-            warnings.warn(f"{str(path)!r} is read as 2 multi-label 0/1 columns, {rows[0][0]!r} and {rows[0][1]!r}; "
+            warnings.warn(f"{str(path)!r} is read as 2 multi-label 0/1 columns, {names[0]!r} and {names[1]!r}; "
                           f"if {named!r} is the one label column, name it: --label-column {named} (column= in "
                           f"Python).", UserWarning, stacklevel=4)
     return _indicator(table, path)
+
+
+#: Header names that say a column is the labelling itself, never one class among multi-label 0/1 columns (as
+#: 'topic', 'target' or 'sentiment' may be): such a column beside two or more 0/1 columns is refused (_read_delimited)
+_THE_LABEL_HEADERS = frozenset({"label", "labels", "gold_label", "gold_labels", "class", "classes", "cluster",
+                                "clusters"})
+
+
+def _is_the_label(cell) -> bool:
+    """Whether a header cell is one of :data:`_THE_LABEL_HEADERS`, or such a name with an id ending (``label_id``)."""
+    name = header_name(cell).lower()
+    return name in _THE_LABEL_HEADERS or any(name.endswith(end) and name[: -len(end)] in _THE_LABEL_HEADERS
+                                             for end in _ID_ENDINGS)
