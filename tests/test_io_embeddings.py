@@ -1073,3 +1073,36 @@ def test_a_sampled_or_concatenated_frames_index_without_a_header_is_read_as_row_
         X, row_names = read_embeddings(tmp_path / "f.csv")
         np.testing.assert_allclose(X, part.to_numpy(dtype=float), rtol=1e-15)
         assert row_names is None
+
+
+def test_pandas_column_numbers_are_a_header_for_the_labels_too(tmp_path):
+    # pd.DataFrame(X) with its labels as column 16, to_csv(index=False): the embeddings reader read line 1 '0,...,16'
+    # as the header and the labels reader as data (501 labels for 500 rows), and '--label-column 16' was the 16th
+    # position, not the column named 16 (a user trial)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(50, 16)))
+    frame[16] = rng.integers(0, 3, 50)
+    path = tmp_path / "e.csv"
+    frame.to_csv(path, index=False)
+    X, _ = read_embeddings(path, label_column="16")
+    np.testing.assert_allclose(X, frame.iloc[:, :16].to_numpy(), rtol=1e-15)
+    for column in ("16", "17"):  # the name on the header line, or the 17th position: the same column
+        labels = read_labels(path, n_rows=50, column=column)
+        assert labels.tolist() == [str(v) for v in frame[16]]
+
+
+def test_a_numbered_first_line_above_integer_rows_is_said_to_be_read_as_a_header(tmp_path):
+    # np.savetxt(path, M, fmt='%d', delimiter=','): a first row 0,1,2,3 is pandas' header as much as data; read as the
+    # header (as before) with a warning, not 49 rows of 50 without a word
+    path = tmp_path / "m.csv"
+    np.savetxt(path, np.arange(200).reshape(50, 4), fmt="%d", delimiter=",")
+    with pytest.warns(UserWarning) as caught:
+        X, _ = read_embeddings(path)
+    assert X.shape == (49, 4)
+    assert [str(w.message) for w in caught] == [
+        (f"{str(path)!r}: line 1 ('0,1,2,3') is read as pandas' column numbers, a header, not as a row: the rows below "
+        f"are integers too, so it may be data; if it is, write the file with a header line naming the columns.")]
+    pd.DataFrame(np.arange(200).reshape(50, 4) + 0.5).to_csv(path, index=False)  # fractions below: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_embeddings(path)[0].shape == (50, 4)

@@ -111,9 +111,18 @@ def no_header(cells) -> bool:
     ``sts-train.csv`` and GLUE's CoLA. A judgement call: a header of such names is rare, and the messages and notes
     of its readers say what was read.
 
+    pandas' column numbers ``0, 1, ..., w-1`` (``w >= 2``) of an unnamed frame, ``pd.DataFrame(X).to_csv(path,
+    index=False)``, are a header, as :func:`isotropy.io.embeddings.read_embeddings` reads them: the labels reader
+    counted them as a row of data, one label more than the embeddings' rows, and read ``--label-column 16`` as the
+    16th position rather than the column named ``16`` (a user trial).
+
     >>> no_header(["gj04", "1", "", "The sailors rode the breeze."]), no_header(["sentence", "label"])
     (True, False)
+    >>> no_header(["0", "1", "2"]), no_header(["1", "2", "3"])
+    (False, True)
     """
+    if len(cells) >= 2 and [str(cell).strip() for cell in cells] == [str(i) for i in range(len(cells))]:
+        return False
     return any(is_number(name) or len(str(name).split()) >= 3 for name in cells)
 
 

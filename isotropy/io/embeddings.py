@@ -918,6 +918,15 @@ def _read_table(path, sep: str, label_column=None):
         _check_fields(path, sep, header)  # a line with more fields than the first: said as such
         raise _fail(path, f"not a readable {path.suffix} file ({_short(exc)})",
                     "rows of numbers, optionally a header and a first column of row names") from None
+    if _numbered_columns(first) and df.shape[0] and all(pd.api.types.is_integer_dtype(t) for t in df.dtypes):
+        # line 1 '0,1,2,3' is pandas' header of an unnamed frame, or the first row of integer data
+        # (np.savetxt(path, M, fmt='%d', delimiter=',')): the data below do not say which, so it is read as the header
+        # (as before) and said, not lost without a word (a user trial: 49 samples of 50 rows)
+        import warnings
+
+        warnings.warn(f"{str(path)!r}: line 1 ({shorten(line.strip())!r}) is read as pandas' column numbers, a header, "
+                      f"not as a row: the rows below are integers too, so it may be data; if it is, write the file "
+                      f"with a header line naming the columns.", UserWarning, stacklevel=4)
     if header and df.shape[0] == 0:  # an empty frame's to_csv: its columns were "not numeric", holding nothing at all
         raise _fail(path, "it has a header line and no rows", rows)
     # Data lines longer than the header: pandas read their leading fields as the row index, and they were dropped
