@@ -438,3 +438,22 @@ def test_an_unknown_model_is_refused_naming_word_vectors_too(tmp_path, monkeypat
     assert message.endswith("or a Hugging Face hub name while online; or static word vectors (glove-6b-50d, a "
                             ".txt/.vec/.bin/.w2v/.gz file)." + close)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_table_column_not_in_the_file_is_named_as_the_setting_that_gave_it(tmp_path, capsys):
+    # "The 'text_column' parameter of load_table names a column of ..." named a Python parameter no option has (a
+    # user trial): the setting, its columns, the closest one and the --set that changes it
+    from isotropy.cli import main
+
+    path = tmp_path / "sst.tsv"
+    path.write_text("sentence\tlabel\n" + "".join(f"good movie {i}\t{i % 2}\n" for i in range(20)))
+    base = ["run", EXPERIMENT, "--setup", "table", "--data-path", str(path), "--results-dir", str(tmp_path / "out")]
+    for argv, key, got, close in ([[], "text_column", "text", ""],
+                                  [["--set", "text_column=sentence", "--set", "label_column=lable"], "label_column",
+                                   "lable", " Did you mean 'label'?"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*base, *argv])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"Error: The '{key}' setting of classifier-geometry must name a column of {str(path)!r}, one of "
+            f"['sentence', 'label']. Got {got!r} instead.{close} Set it with --set {key}=NAME.")

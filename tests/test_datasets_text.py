@@ -148,9 +148,11 @@ def test_table_errors(tmp_path):
     # `except IsotropyValueError` (as from load_glue_task, load_snli and shrinkage_covariance)
     from isotropy import IsotropyValueError
 
-    with pytest.raises(IsotropyValueError, match=r"^The 'text_column' parameter of load_table names a column of .*a\.csv'\. "
-                                                 r"Got 'text' instead, and the columns are \['sentence', 'label'\]\.$"):
+    with pytest.raises(IsotropyValueError, match=r"^The 'text_column' parameter of load_table must name a column of "
+                                                 r".*a\.csv', one of \['sentence', 'label'\]\. Got 'text' instead\.$"):
         load_table(tmp_path / "a.csv")
+    with pytest.raises(IsotropyValueError, match=r"Got 'sentense' instead\. Did you mean 'sentence'\?$"):
+        load_table(tmp_path / "a.csv", text_column="sentense")
     with pytest.raises(IsotropyValueError, match=r"^The 'label_column' parameter of load_table"):
         load_table(tmp_path / "a.csv", text_column="sentence", label_column="y")
     import torch

@@ -943,3 +943,14 @@ def test_the_jsons_left_out_holds_every_metric_the_notes_left_out(tmp_path, n_ro
     assert "isoscore_star" not in json.loads(with_sample.stdout)["left_out"]
     named = CliRunner().invoke(cli, ["measure", str(path), "--metrics", "isoscore", "--json", "-"])
     assert named.exit_code == 0 and json.loads(named.stdout)["left_out"] == {} and "left out" not in named.stderr
+
+
+def test_an_unknown_encoding_for_the_labels_names_the_option(tmp_path):
+    # "The 'encoding' parameter of read_labels must be a text encoding ..." named a Python parameter (a user trial)
+    np.save(tmp_path / "e.npy", np.random.default_rng(0).normal(size=(6, 3)))
+    (tmp_path / "y.txt").write_text("a\nb\na\nb\na\nb\n")
+    result = invoke(tmp_path / "e.npy", "--labels", tmp_path / "y.txt", "--encoding", "latin-9x", "--metrics",
+                    "silhouette_score")
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == ("Error: --encoding must be a text encoding such as 'utf-8', 'latin-1' or "
+                                              "'cp1252'. Got 'latin-9x' instead.")

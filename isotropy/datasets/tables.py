@@ -101,8 +101,11 @@ def load_table(path, *, text_column: str = "text", label_column: str | list[str]
     present = [key for key in rows[0] if key is not None]  # (None: csv.DictReader's key of fields past the header)
     for parameter, column in asked:  # the error names the parameter that asked for the column
         if column not in present:
-            raise IsotropyValueError(f"The '{parameter}' parameter of load_table names a column of {str(path)!r}. "
-                                     f"Got {column!r} instead, and the columns are {present}.")
+            from isotropy._utils.suggest import did_you_mean
+
+            raise IsotropyValueError(f"The '{parameter}' parameter of load_table must name a column of {str(path)!r}, "
+                                     f"one of {present}. Got {column!r} instead."
+                                     f"{did_you_mean(str(column), map(str, present))}")
     for line, row in enumerate(rows, start=2):  # a JSON-lines row without a key; a CSV row cut short (None)
         # csv.DictReader's key of the fields past the header's, dropped silently; empty ones are a trailing delimiter
         if fmt != "jsonl" and None in row and any(str(extra).strip() for extra in row[None]):

@@ -279,6 +279,18 @@ Seeds = Annotated[list[Annotated[int, Field(ge=0, le=MAX_SEED)]],
 
 
 # ---------------------------------------------------------------- YAML
+def table_words(exc: ValueError, *, experiment: str, prefix: str = "") -> ValueError:
+    """``exc`` of :func:`isotropy.datasets.tables.load_table` in an experiment's words: its column parameter is the
+    config value that gave it (``prefix``: the section, ``"table."``), set with ``--set`` (the run printed "The
+    'text_column' parameter of load_table ...", a Python name no option has, a user trial). Other errors as they are.
+    """
+    match = re.match(r"The '(\w+)' parameter of load_table (.*)", str(exc))
+    if match is None:
+        return exc
+    key = prefix + match.group(1)
+    return type(exc)(f"The '{key}' setting of {experiment} {match.group(2)} Set it with --set {key}=NAME.")
+
+
 def parse_yaml_value(text: str, *, where: str) -> Any:
     """Parse one YAML scalar or flow value (``3e-5``, ``null``, ``[1, 2]``); one-line error naming ``where``."""
     import yaml

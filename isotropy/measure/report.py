@@ -463,6 +463,8 @@ _PYTHON_SPELLINGS = (
      lambda match: f"--label-column {_shell_word(match.group(1))} was given but"),
     (r"\bexpected no label_column\b", "expected no --label-column"),
     (r"\(shrinkage_sample=\)", "(--shrinkage-sample)"),  # "give one to measure it (shrinkage_sample=)"
+    # "The 'encoding' parameter of read_labels must be a text encoding ...": the option that gave it
+    (r"^The 'encoding' parameter of \w+ must", "--encoding must"),
 )
 
 

@@ -30,27 +30,35 @@ def _remap(data: LabeledTexts, names: list[str], where: str) -> LabeledTexts:
     return LabeledTexts(data.name, data.text_a, data.text_b, labels, list(names), data.source)
 
 
-def load_splits(config, *, data_dir=None) -> tuple[LabeledTexts, LabeledTexts]:
-    """``(train, validation)`` for ``config.task``: a GLUE task name (under ``data_dir``), or ``"table"``."""
+def load_splits(config, *, data_dir=None, experiment: str = "istar", section: str = "") -> tuple[LabeledTexts,
+                                                                                                 LabeledTexts]:
+    """``(train, validation)`` for ``config.task``: a GLUE task name (under ``data_dir``), or ``"table"``; errors name
+    ``experiment`` and the config ``section`` the fine-tuning keys are in (``"fine_tune."``, or ``""`` at the top)."""
     task = str(config.task).lower()
     if task == "table":
         from isotropy.datasets.tables import load_table
 
         spec = config.table
         if spec is None:  # its schema (TableSpec) requires both paths once the section is given
-            raise ValueError("The 'table' option of istar must give 'train' and 'validation' file paths "
-                             "(CSV, TSV or JSON lines) when task is 'table'. Got None instead.")
+            raise ValueError(f"The '{section}table' option of {experiment} must give 'train' and 'validation' file "
+                             f"paths (CSV, TSV or JSON lines) when task is 'table'. Got None instead.")
         options = {"text_column": spec.text_column, "label_column": spec.label_column,
                    "text_pair_column": spec.text_pair_column}
-        train = load_table(spec.train, **options)
-        valid = load_table(spec.validation, **options)
+        from isotropy.experiments._config import table_words
+
+        try:
+            train = load_table(spec.train, **options)
+            valid = load_table(spec.validation, **options)
+        except ValueError as exc:
+            raise table_words(exc, experiment=experiment, prefix=f"{section}table.") from None
         if train.is_multilabel:
-            raise ValueError(f"The 'table' option of istar needs single-label data; {spec.train} is multi-label.")
+            raise ValueError(f"The '{section}table' option of {experiment} needs single-label data; {spec.train} is "
+                             f"multi-label.")
         return train, _remap(valid, train.label_names, "validation")
     from isotropy.datasets.glue import GLUE_TASKS, load_glue_task
 
     if task not in GLUE_TASKS:
-        raise ValueError(f"The 'task' option of istar must be one of {sorted(GLUE_TASKS)} or 'table'. "
+        raise ValueError(f"The '{section}task' option of {experiment} must be one of {sorted(GLUE_TASKS)} or 'table'. "
                          f"Got {config.task!r} instead.")
     return (load_glue_task(task, "train", data_dir=data_dir),
             load_glue_task(task, config.validation_split, data_dir=data_dir))
@@ -144,7 +152,8 @@ def prepare(config, *, data_dir=None, experiment: str = "istar", max_length_key:
     """
     from isotropy.experiments._finetune.model import load_encoder
 
-    train_data, valid_data = load_splits(config, data_dir=data_dir)
+    section = max_length_key[: -len("max_length")]  # "fine_tune." for activation-diagrams, "" at the top
+    train_data, valid_data = load_splits(config, data_dir=data_dir, experiment=experiment, section=section)
     train_data = subsample(train_data, config.train_size, seed=int(config.data_seed))
     valid_data = subsample(valid_data, config.validation_size, seed=int(config.data_seed))
     tokenizer, encoder = load_encoder(config.model)

@@ -112,9 +112,14 @@ def _load_labelled(config, data_dir, glue_task: str | None) -> LabeledTexts:
         if not config.data_path:
             raise ValueError("The table setup needs a data file: pass --data-path FILE (CSV, TSV or JSON lines) and "
                              "set text_column / label_column in the config.")
-        return load_table(config.data_path, text_column=config.text_column, label_column=config.label_column,
-                          text_pair_column=config.text_pair_column, multilabel=bool(config.multilabel),
-                          label_sep=config.label_sep)
+        from isotropy.experiments._config import table_words
+
+        try:
+            return load_table(config.data_path, text_column=config.text_column, label_column=config.label_column,
+                              text_pair_column=config.text_pair_column, multilabel=bool(config.multilabel),
+                              label_sep=config.label_sep)
+        except ValueError as exc:
+            raise table_words(exc, experiment="classifier-geometry") from None
     if task == "lexicon":
         from isotropy.datasets.lexicon import load_nrc_emotion_lexicon
 
