@@ -847,3 +847,21 @@ def test_dask_isoscore_star_reads_a_0d_tensor_or_array_zeta_as_in_memory():
             isotropy.isoscore_star(X, shrinkage_cov=S, zeta=zeta)
         with pytest.raises(type(in_memory.value), match=f"^{re.escape(str(in_memory.value))}$"):
             isotropy.isoscore_star(da.from_array(X), shrinkage_cov=S, zeta=zeta)
+
+
+def test_an_in_memory_array_is_a_type_error_naming_the_in_memory_metrics():
+    # "a wrong type gives a TypeError" (docs/refusals.md): isotropy.distributed's functions refused a numpy array with
+    # a ValueError alone (a user trial); it is both now, as the library's other wrong types are
+    import inspect
+
+    from isotropy import distributed
+
+    labels = np.array([0, 0, 0, 1, 1, 1])
+    for name in sorted(set(distributed.__all__) - {"show_progress", "covariance_accumulator"}):
+        with pytest.raises(TypeError, match=rf"^The 'X' parameter of isotropy\.distributed\.{name} must be a dask "
+                                            rf"array\. Got numpy\.ndarray instead \(the metrics of the isotropy "
+                                            rf"package take in-memory arrays and dask arrays alike\)\.$") as caught:
+            function = getattr(distributed, name)
+            args = (labels,) if "labels" in inspect.signature(function).parameters else ()
+            function(np.ones((6, 3)), *args, **({"n_neighbors": 2} if name == "kneighbors" else {}))
+        assert isinstance(caught.value, IsotropyValueError)

@@ -16,6 +16,7 @@ import threading
 
 import numpy as np
 
+from isotropy._utils.errors import IsotropyTypeError
 from isotropy._utils.validation import IsotropyValueError, check_labels, check_scalar, native_float
 
 # Rows per block of the tiled (pairwise) computations: a 4096 x 4096 float32 tile is 64 MiB.
@@ -267,7 +268,7 @@ def row_chunks(X, *, caller: str) -> tuple:
     from isotropy._utils.backend import is_dask
 
     if not is_dask(X):
-        raise IsotropyValueError(f"The 'X' parameter of isotropy.distributed.{caller} must be a dask array. Got "
+        raise IsotropyTypeError(f"The 'X' parameter of isotropy.distributed.{caller} must be a dask array. Got "
                                  f"{type(X).__module__.split('.')[0]}.{type(X).__name__} instead (the metrics of the "
                                  f"isotropy package take in-memory arrays and dask arrays alike).")
     return X.chunks[0]
