@@ -558,3 +558,22 @@ def test_hf_regulariser_warning_in_a_trainer_names_the_users_train_line(tmp_path
         trainer.train()
     ours = [w for w in caught if "a training batch gave 1 regularised state" in str(w.message)]
     assert [(w.filename, w.lineno) for w in ours] == [(__file__, line)]
+
+
+def test_a_refused_model_or_task_loss_comes_without_the_identity_shrinkage_warning():
+    # LightningRegulariser('istar', model=3) warned that Σ_S is the identity (no shrinkage_sample) and then refused
+    # model: a warning about a regulariser that was never made (a user trial); the refusal alone now
+    import warnings
+
+    from isotropy.training import HFRegulariser, LightningRegulariser
+
+    for make, error in ((lambda: LightningRegulariser("istar", weight=1.0, model=3),
+                         ("The 'model' parameter of LightningRegulariser must be None, an attribute name or a callable. "
+                         "Got int instead.")),
+                        (lambda: HFRegulariser("istar", weight=1.0, task_loss=3),
+                         "The 'task_loss' parameter of HFRegulariser must be callable or None. Got int instead.")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(TypeError) as caught:
+                make()
+        assert str(caught.value) == error

@@ -171,14 +171,16 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
 
     def __init__(self, method="istar", *, weight=1.0, zeta=_ZETA, shrinkage_sample=None, layers="all",
                  level="token", pooling=_POOLING, task_loss=None, tokenizer=None, batch_size=_BATCH_SIZE, max_length=_MAX_LENGTH):
-        super().__init__(method, weight=weight, zeta=zeta, shrinkage_sample=shrinkage_sample, layers=layers,
-                         level=level, pooling=pooling, batch_size=batch_size, max_length=max_length,
-                         caller="HFRegulariser")
+        # task_loss and the tokenizer checked first: refused after the base's identity-shrinkage warning, they came
+        # with a warning about a regulariser that was never made
         if task_loss is not None and not callable(task_loss):
             raise TypeError(f"The 'task_loss' parameter of HFRegulariser must be callable or None. "
                             f"Got {type(task_loss).__name__} instead.")
-        self.task_loss = task_loss or self._model_task_loss
         tokenizer = check_tokenizer(tokenizer, "HFRegulariser")
+        super().__init__(method, weight=weight, zeta=zeta, shrinkage_sample=shrinkage_sample, layers=layers,
+                         level=level, pooling=pooling, batch_size=batch_size, max_length=max_length,
+                         caller="HFRegulariser")
+        self.task_loss = task_loss or self._model_task_loss
         refuse_unused_sample_options(shrinkage_sample, method=method, caller="HFRegulariser", tokenizer=tokenizer)
         self.set_tokenizer(tokenizer)
         self._called = False  # as compute_loss_func since the training began

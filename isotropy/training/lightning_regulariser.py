@@ -58,11 +58,13 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
 
     def __init__(self, method="istar", *, weight=1.0, zeta=_ZETA, shrinkage_sample=None, layers="all",
                  level="token", pooling=_POOLING, model=None, tokenizer=None, batch_size=_BATCH_SIZE, max_length=_MAX_LENGTH):
+        # the model and tokenizer checked first: a refused model=3 came after the base's identity-shrinkage warning
+        model = check_model(model, "LightningRegulariser")
+        tokenizer = check_tokenizer(tokenizer, "LightningRegulariser")
         super().__init__(method, weight=weight, zeta=zeta, shrinkage_sample=shrinkage_sample, layers=layers,
                          level=level, pooling=pooling, batch_size=batch_size, max_length=max_length,
                          caller="LightningRegulariser")
-        self.model = check_model(model, "LightningRegulariser")
-        tokenizer = check_tokenizer(tokenizer, "LightningRegulariser")
+        self.model = model
         refuse_unused_sample_options(shrinkage_sample, method=method, caller="LightningRegulariser", model=model,
                                      tokenizer=tokenizer)
         self.set_tokenizer(tokenizer)
