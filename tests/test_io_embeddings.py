@@ -1106,3 +1106,19 @@ def test_a_numbered_first_line_above_integer_rows_is_said_to_be_read_as_a_header
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert read_embeddings(path)[0].shape == (50, 4)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_boolean_column_is_said_to_hold_booleans(tmp_path, suffix):
+    # "column 'a' is not numeric" quoted no cell for True/False (a user trial): said as booleans, with the way to
+    # measure them (a boolean .npy is read as 0/1 floats, as numpy casts it)
+    frame = pd.DataFrame(np.random.default_rng(0).random((20, 3)) > 0.5, columns=list("abc"))
+    path = tmp_path / f"b{suffix}"
+    frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path)
+    with pytest.raises(IsotropyValueError) as caught:
+        read_embeddings(path)
+    assert str(caught.value) == (f"Cannot read embeddings from {str(path)!r}: column 'a' holds booleans (True/False), "
+                                 f"not numbers; expected numbers in every column but the row names: write them as 0 "
+                                 f"and 1 (df.astype(int)) to measure them as numbers.")
+    frame.astype(int).to_csv(path, index=False) if suffix == ".csv" else frame.astype(int).to_parquet(path)
+    np.testing.assert_array_equal(read_embeddings(path)[0], frame.to_numpy(dtype=float))

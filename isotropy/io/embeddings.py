@@ -1229,6 +1229,9 @@ def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
             expected += (f"; give the labels with --labels {shlex.quote(str(path))} --label-column "
                          f"{shlex.quote(_header_name(column))} (label_column= in Python), which also leaves the "
                          f"column out of the features")
+        if pd.api.types.is_bool_dtype(values):  # said as what it is: "is not numeric" quoted no cell (a user trial)
+            raise _fail(path, f"column {_quoted(column)} holds booleans (True/False), not numbers",
+                        f"{expected}: write them as 0 and 1 (df.astype(int)) to measure them as numbers")
         raise _fail(path, f"column {_quoted(column)} is not numeric{where}", expected)
 
 
