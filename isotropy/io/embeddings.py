@@ -165,9 +165,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         ``.csv``/``.tsv`` file with more or fewer fields than the first (a trailing delimiter), named
         by its line: pandas would read the missing fields as NaN. An empty field among written ones
         (``1,,3``, on any line, the first included), like ``nan`` or ``NA``, is a missing value, read
-        as NaN (``DataFrame.to_csv`` writes NaN so), which the metrics refuse naming its row. A null among the numbers of a ``.parquet`` file (a missing value; pandas'
-        ``to_parquet`` writes a NaN so), named by its column and row; a NaN stored as a float is read
-        as NaN. A first column under a row-id header whose integers repeat one (see ``row_names``).
+        as NaN (``DataFrame.to_csv`` writes NaN so), which the metrics refuse naming its row. A null
+        among the numbers of a ``.parquet`` file (a missing value; pandas' ``to_parquet`` writes a NaN
+        so), named by its column and row; a NaN stored as a float is read as NaN. A first column under a row-id header whose integers repeat one (see ``row_names``).
 
     Examples
     --------

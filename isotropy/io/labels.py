@@ -870,8 +870,8 @@ def _wide_text(path, text: tuple[str, str]) -> tuple[str, str]:
         if name == family and len(head) >= int(family[-2:]) // 8 and not head.startswith(marks[family]):
             raise _fail(path, f"it does not start with a {family.upper()} byte-order mark and its bytes do not show "
                               f"its byte order (encoding={text[1]!r})",
-                        f"the byte order named: encoding='{family}-le' in Python, --encoding {family}-le on the command "
-                        f"line (or {family}-be; or the file's own encoding, if it is not {family.upper()})")
+                        f"the byte order named: encoding='{family}-le' in Python, --encoding {family}-le on the "
+                        f"command line (or {family}-be; or the file's own encoding, if it is not {family.upper()})")
         return text
     found = wide[0]
     marked = found in marks

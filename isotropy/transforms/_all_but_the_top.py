@@ -104,7 +104,8 @@ def top_principal_directions(X: np.ndarray, mean: np.ndarray, n_components: int,
         return (directions, numerical_rank(sv, n, d, mean)) if rank else directions
     low, high = extremes(X)
     top = max(abs(low), abs(high))
-    exponent = math.frexp(top)[1] if 0.0 < top < math.inf and abs(math.frexp(top)[1]) > safe_exponent_range(np.dtype(np.float64)) else 0
+    safe = safe_exponent_range(np.dtype(np.float64))  # float64's: the rows are read as float64 (float32 X too)
+    exponent = math.frexp(top)[1] if 0.0 < top < math.inf and abs(math.frexp(top)[1]) > safe else 0
     shifted = np.ldexp(mean, -exponent)
     R = np.zeros((0, d))
     step = max(d, row_chunks(n, d)[0][1])  # chunks of at least d rows: the stacked R is at most half of a factored block

@@ -189,7 +189,8 @@ class IsotropyTransformer(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         valid = self._validated(X, reset=False, keep_float32=True)
-        return transformed(lambda rows, _: self._transform(rows), valid, X, dtype=output_dtype(X if is_torch(X) else valid),
+        dtype = output_dtype(X if is_torch(X) else valid)  # (a tensor's own dtype: valid is its float64 copy)
+        return transformed(lambda rows, _: self._transform(rows), valid, X, dtype=dtype,
                            caller=f"{type(self).__name__}.transform")
 
     def fit_transform(self, X, y=None, **fit_params):
