@@ -480,8 +480,9 @@ def _interval_kind(record: dict) -> str:
 
 
 def _claims_index() -> str:
-    """Every claim of every experiment page, in page order, linked to its page: with its number of seeds (the
-    per-seed values the verdict reads) and what its interval is, and a first line counting the rows."""
+    """Every claim of every experiment page, in page order, linked to its page: with the statistic its value is of,
+    its number of seeds (the per-seed values the verdict reads) and what its interval is, and a first line counting
+    the rows."""
     from isotropy.experiments._claims import VERDICTS, _cell, _number, _verdict, read_claims
 
     pages = sorted(p for p in (REPO / "docs" / "experiments").glob("*.md") if p.stem not in ("index", "contract"))
@@ -494,11 +495,15 @@ def _claims_index() -> str:
             run = f" (`--setup {named}`)" if named else ""
             for r in records:
                 verdicts.append(r["verdict"])
+                # the statistic 'ours' is a value of: two rows of one claim read alike without it (activation-diagrams'
+                # max/median and rogue share of the same claim, one holding and one not)
                 rows.append(f"| [{_cell(r['claim'])}]({page.name}) | {_cell(r['paper'])} | {_cell(r['model'])}{run} | "
-                            f"{_cell(_number(r['ours']))} | {r['n_seeds']} | {_cell(_interval_kind(r))} | {_verdict(r)} |")
+                            f"{_cell(r.get('statistic') or '–')} | {_cell(_number(r['ours']))} | {r['n_seeds']} | "
+                            f"{_cell(_interval_kind(r))} | {_verdict(r)} |")
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
     summary = f"{len(rows)} claims from {runs} `claims.json` files: {counts}.\n\n"
-    header = "| claim | paper | model | ours | seeds | interval | verdict |\n|---|---|---|---|---|---|---|\n"
+    header = ("| claim | paper | model | statistic | ours | seeds | interval | verdict |\n"
+              "|---|---|---|---|---|---|---|---|\n")
     return summary + header + "\n".join(rows) + "\n"
 
 

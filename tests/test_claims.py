@@ -210,7 +210,7 @@ def test_index_table_is_generated_and_agrees_with_the_pages():
                                    flags=re.MULTILINE)
         assert [v for _, v in index_rows.get(page.stem, [])] == page_verdicts, page.stem
     # each row says how many seeds its verdict reads and what its interval is; a first line counts the rows
-    assert "| claim | paper | model | ours | seeds | interval | verdict |" in rendered_index
+    assert "| claim | paper | model | statistic | ours | seeds | interval | verdict |" in rendered_index
     rows = [line for line in rendered_index.splitlines()
             if re.match(r"\| \[.*\]\([\w.-]+\.md\) \|.*\| \*\*(holds|does not hold|not established)\*\*", line)]
     assert all(re.search(r"\| \d+ \| (seed spread|bootstrap|none \(not measured\))[^|]* \| \*\*", r) for r in rows)
