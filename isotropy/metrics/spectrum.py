@@ -72,8 +72,10 @@ def dask_scale(X, *, caller: str, name: str = "X", given=None) -> float:
     from isotropy._utils.magnitude import refuse_subnormal
     from isotropy._utils.validation import refuse_subnormal_as_given
 
-    if math.isnan(X.shape[0]):  # rows not known (a masked array): counted, and refused as check_dask_shape refuses
-        # block by block: dask's min/max of such an array failed on its empty blocks (a raw concatenate error)
+    # rows not known (a masked array), or a chunk of no rows (the same array after compute_chunk_sizes(), the route
+    # the other metrics' errors give): block by block, dask's min/max failed on its empty blocks (a raw concatenate
+    # error); rows counted, and too few refused as check_dask_shape refuses them
+    if math.isnan(X.shape[0]) or 0 in X.chunks[0]:
         parts = dask.compute(*[dask.delayed(_block_extremes)(block) for block in X.to_delayed().ravel()])
         rows = sum(part[0] for part in parts) // max(1, X.numblocks[1])
         if rows < 2:
