@@ -666,3 +666,31 @@ def test_tensorboard_runs_written_into_one_folder_are_told_apart(tmp_path):
         warnings.simplefilter("error")  # one folder: one run, restarted, without a warning
         assert _as_dict(read_geometry_log(folder)) == {("isoscore", 1, 0): 0.5, ("isoscore", 1, 8): 0.5,
                                                         ("isoscore", 1, 16): 0.5, ("isoscore", 1, 24): 0.75}
+
+
+def test_a_tensorboard_run_apart_from_a_lightning_table_is_refused_as_another_run(tmp_path):
+    # a folder holding a Lightning CSVLogger run and a separate TensorBoard run was plotted from the table alone, in
+    # silence (a user trial); event files in the table's own folder are the same run, logged by both loggers
+    from torch.utils.tensorboard import SummaryWriter
+
+    def table(folder, value):
+        folder.mkdir(parents=True)
+        (folder / "metrics.csv").write_text(f"step,geometry/x/layer_0\n0,{value}\n1,{value}\n")
+
+    def events(folder, value):
+        with SummaryWriter(str(folder)) as writer:
+            for step in (0, 1):
+                writer.add_scalar("geometry/x/layer_0", value, step)
+
+    mixed = tmp_path / "mix"
+    table(mixed / "csv" / "version_0", 0.25)
+    events(mixed / "tb" / "version_0", 0.5)
+    with pytest.raises(IsotropyValueError) as caught:
+        read_geometry_log(mixed)
+    assert str(caught.value) == (f"The directory {str(mixed)!r} holds 2 training logs (csv/version_0, tb/version_0), "
+                                 f"read as separate runs: name the one to read.")
+    assert _as_dict(read_geometry_log(mixed / "tb")) == {("x", 0, 0): 0.5, ("x", 0, 1): 0.5}
+    same = tmp_path / "same"  # both loggers in one version folder: one run, read from its table
+    table(same / "version_0", 0.25)
+    events(same / "version_0", 0.25)
+    assert _as_dict(read_geometry_log(same)) == {("x", 0, 0): 0.25, ("x", 0, 1): 0.25}

@@ -39,7 +39,9 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
     The first kind found wins, in the order ``trainer_state.json`` (the top-level one, else the
     latest ``checkpoint-*``: it holds the whole history so far), ``metrics.csv`` (every
     Lightning version whose header names a ``.../layer_<i>`` column, in version order: version_10 after
-    version_9), TensorBoard event files (in the order they were written).
+    version_9), TensorBoard event files (in the order they were written). Event files beside such a
+    ``metrics.csv`` (in its folder) are the same run's; event files apart from every one, like
+    several Hugging Face runs, are another run: refused, naming them, so that one is chosen.
     """
     from isotropy.io._paths import path_kind
 
@@ -68,22 +70,32 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
             state = _hf_state(folder)
             if state is not None:
                 runs[folder] = state
-    others = []
+    kinds_found, tables = [], []  # the logs of each kind (Lightning's tables, TensorBoard's events); other tables
     for pattern, order in (("**/metrics.csv", _natural_key), ("**/events.out.tfevents.*", _written_at)):
         found = sorted((p for p in path.glob(pattern) if p.is_file()), key=order)
-        # tables of geometry first; if none is, all of them (read, and refused in one line saying why)
-        geometry = [p for p in found if _may_hold_geometry(p)]
-        found = geometry if geometry or runs else found  # (beside an HF run, other tables are not logs)
         found = [p for p in found if not any(p.is_relative_to(folder) for folder in runs)]  # HF's own TensorBoard
-        if found:
-            others = found
-            break
-    if len(runs) > 1 or (runs and others):
+        geometry = [p for p in found if _may_hold_geometry(p)]
+        tables += [p for p in found if p not in geometry]
+        if geometry:
+            kinds_found.append(geometry)
+    # Lightning's tables, then TensorBoard's events; event files in a folder of a table are the same run logged by
+    # both loggers (the table is read). Event files apart from every table are another run, and a folder of both was
+    # read from its tables alone, in silence (a user trial): refused, as several Hugging Face runs are, naming them
+    others = kinds_found[0] if kinds_found else []
+    apart = []
+    if len(kinds_found) == 2:
+        folders = {p.parent for p in kinds_found[0]}
+        apart = [p for p in kinds_found[1] if p.parent not in folders]
+    if not kinds_found and not runs:
+        others = tables  # tables of no geometry only: read, and refused in one line saying why (beside an HF run,
+        # other tables are not logs)
+    if len(runs) > 1 or (runs and others) or apart:
         named = [str(folder.relative_to(path)) for folder in runs]
-        if others:  # its folder, or the file itself when it lies in path (naming path again would not choose it)
-            other = others[0].parent if others[0].parent != path else others[0]
-            named.append(str(other.relative_to(path)) + (" and more" if len(others) > 1 else ""))
-        kinds = "Hugging Face runs" if not others else "training logs"
+        for files in (others, apart):  # its folder, or the file itself in path (naming path again chooses nothing)
+            if files:
+                other = files[0].parent if files[0].parent != path else files[0]
+                named.append(str(other.relative_to(path)) + (" and more" if len(files) > 1 else ""))
+        kinds = "Hugging Face runs" if not others and not apart else "training logs"
         raise IsotropyValueError(f"The directory {str(path)!r} holds {len(named)} {kinds} ({', '.join(named)}), "
                                  f"read as separate runs: name the one to read.")
     if runs:
