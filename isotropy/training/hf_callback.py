@@ -81,7 +81,9 @@ class HFGeometryCallback(TrainerCallback):
     -----
     Under DDP every process embeds its share of the probe (rows ``rank::world_size``; of a probe
     of texts, every ``world_size``-th distinct token sequence with all its rows) and the metric
-    states are summed across processes, so the logged value is that of the whole probe.
+    states of every process are gathered and merged in ``compute`` (the table's metrics: gathered with
+    ``dist_reduce_fx="cat"``, merged exactly; a factory's metric by its own reduction), so the logged value is
+    that of the whole probe.
     The model is called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` on the
     device of its parameters; its ``base_model`` instead where that gives exactly the same hidden
     states (checked once on two probe rows; not for several processes, compiled or FSDP models,

@@ -110,8 +110,10 @@ class LightningGeometryCallback(Callback):
 
     Notes
     -----
-    Under DDP every process embeds its share of the probe and the metric states are summed
-    across processes inside ``compute``; the values are therefore already global (the loggers
+    Under DDP every process embeds its share of the probe and the metric states of every process
+    are gathered and merged inside ``compute`` (the table's metrics: gathered with
+    ``dist_reduce_fx="cat"``, merged exactly; a factory's metric by its own reduction); the values
+    are therefore already global (the loggers
     write them from rank 0). They go to the loggers directly rather than through
     ``pl_module.log``, which would repeat the last value at every later step of the epoch.
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from isotropy._utils.install import extra_imports
 
 with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
+    import torch
     from lightning.pytorch.callbacks import Callback
+    from lightning.pytorch.trainer.states import TrainerFn
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.training.lightning_callback import _find_tokenizer, check_model, resolve_submodule
@@ -29,7 +31,9 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
     Register it (``Trainer(callbacks=[reg])``) and add ``reg.penalty(out.hidden_states,
     batch["attention_mask"])`` to the loss in ``training_step`` (call the model with
     ``output_hidden_states=True``). Σ_S is recomputed from ``shrinkage_sample`` at the start
-    of every training epoch. After each batch the penalty and the task loss (the loss returned
+    of every training epoch; a validation, test or prediction run (``trainer.validate`` before ``fit``,
+    the sanity check of ``fit``) that finds none computes it at its start the same way, so its
+    ``penalty`` is the one training would give. After each batch the penalty and the task loss (the loss returned
     by ``training_step`` minus the penalty) are logged with ``pl_module.log`` as
     ``regulariser/penalty`` and ``regulariser/task_loss``, at the batch's own step, as
     :class:`HFRegulariser` logs them. Under ``accumulate_grad_batches=k`` they are the means over the
@@ -82,6 +86,13 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
         ``hidden_states`` the model's (``output_hidden_states=True``), ``attention_mask`` the batch's
         (``None``: no padding); see :func:`isotropy.training.regularisers.regularised_states`.
         """
+        if self.method == "istar" and self.sample is not None and self.shrinkage_cov is None:
+            # outside the Trainer's hooks (called by hand, or not a callback): Σ_S = I would be used without a word
+            raise IsotropyValueError("LightningRegulariser.penalty was called before Σ_S was computed from the "
+                                     "shrinkage_sample: the Trainer it is a callback of (L.Trainer(..., "
+                                     "callbacks=[reg])) computes it at the start of training, validation, testing and "
+                                     "prediction; outside one, call reg.refresh(model) first, or use "
+                                     "HiddenStateRegulariser.")
         value = super().penalty(hidden_states, attention_mask)
         if value.requires_grad and self._step is None:
             # a training step's penalty with no callback hook run: not one of the Trainer's callbacks, so Σ_S would
@@ -126,16 +137,46 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
         if loss is not None:
             pl_module.log(LOG_KEYS[0], self._step_sums[1] / count, **options)
 
-    def on_train_epoch_start(self, trainer, pl_module):
+    def _embed_sample(self, trainer, pl_module, epoch):
+        """Σ_S of ``epoch`` (:meth:`refresh_for_epoch`: the model in eval mode, no gradients; ``epoch`` is ``None``
+        outside a fit)."""
         self.set_tokenizer(_find_tokenizer(trainer, pl_module))
         if self.method == "istar" and self.sample is not None:  # only Σ_S's sample is embedded by the module
-            # (a run resumed within an epoch has that epoch's Σ_S from the checkpoint: load_state_dict)
-            self.refresh_for_epoch(resolve_submodule(pl_module, self.model, self.caller), trainer.current_epoch)
+            # (a run resumed within an epoch has that epoch's Σ_S from the checkpoint: load_state_dict). Lightning
+            # evaluates under inference mode, whose tensors training could not use: Σ_S is made outside it
+            with torch.inference_mode(False):
+                self.refresh_for_epoch(resolve_submodule(pl_module, self.model, self.caller), epoch)
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self._embed_sample(trainer, pl_module, trainer.current_epoch)
+
+    def on_fit_start(self, trainer, pl_module):
+        # before the sanity check: a Σ_S of an earlier fit or evaluation (other weights) is never this one's; a
+        # checkpoint's is (restored before this hook, or after it by strategies that restore after setup)
+        if not self._restored:
+            self.shrinkage_cov = self.shrinkage_epoch = None
 
     def on_train_start(self, trainer, pl_module):
-        if not self._restored:  # a Σ_S of an earlier fit (other weights) is never this one's; a checkpoint's is
-            self.shrinkage_epoch = None
         self._restored = False
+
+    def _evaluation_start(self, trainer, pl_module):
+        """Σ_S where none is computed yet (an evaluation before fit, the sanity check), as the training epoch's start
+        computes it, so that ``penalty`` in validation_step and the like is not that of Σ_S = I; one kept (this
+        fit's epoch's, a restored checkpoint's, the last fit's) is used as is."""
+        fitting = trainer.state.fn == TrainerFn.FITTING
+        if not fitting:  # validate(ckpt_path=...) restored Σ_S for this evaluation alone (kept below)
+            self._restored = False
+        if self.shrinkage_cov is None:  # the sanity check's is the epoch's about to start (the same weights)
+            self._embed_sample(trainer, pl_module, trainer.current_epoch if fitting else None)
+
+    def on_validation_start(self, trainer, pl_module):  # the sanity check of fit too
+        self._evaluation_start(trainer, pl_module)
+
+    def on_test_start(self, trainer, pl_module):
+        self._evaluation_start(trainer, pl_module)
+
+    def on_predict_start(self, trainer, pl_module):
+        self._evaluation_start(trainer, pl_module)
 
     def state_dict(self):
         """Σ_S and the epoch it was computed at (:meth:`shrinkage_state`), kept in Lightning's checkpoints."""

@@ -137,8 +137,9 @@ def no_shrinkage_cov_warning():
 
 
 def _incoming_state(metric, incoming_state):
-    """The ``metric_state`` dict of ``merge_state``'s argument, refused in one line when another metric's."""
-    mine, source = type(metric).__name__, None
+    """The ``metric_state`` dict of ``merge_state``'s argument, refused in one line when another metric's or, of a
+    metric, when built with other settings (:func:`_refuse_other_settings`)."""
+    mine, source, given = type(metric).__name__, None, incoming_state
     if isinstance(incoming_state, Metric):  # judged by its state, as a state dict is: a subclass, or a metric that
         # keeps the same statistics (IsoScore's covariance sums into IsoScoreStar's), merges
         source, incoming_state = type(incoming_state).__name__, incoming_state.metric_state
@@ -149,7 +150,48 @@ def _incoming_state(metric, incoming_state):
         source = source or f"keys {sorted(incoming_state)}, where {mine} has {sorted(metric.metric_state)}"
         raise IsotropyValueError(f"{mine}.merge_state: the incoming state comes from a different metric ({source}); "
                                  f"merge the states of two {mine} metrics.")
+    _refuse_other_settings(metric, given)
     return incoming_state
+
+
+def _setting_text(value):
+    """A setting's value in a message: a float as ``:g`` (``0.5``, ``1e-07``), another as its repr."""
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)):
+        return f"{float(value):g}"
+    return repr(int(value)) if isinstance(value, numbers.Integral) and not isinstance(value, bool) else repr(value)
+
+
+def _same_setting(mine, theirs):
+    """Whether two values of a setting are equal: matrices (IsoScoreStar's Σ_S) element for element."""
+    if isinstance(mine, torch.Tensor) or isinstance(theirs, torch.Tensor):
+        return (isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor) and theirs.shape == mine.shape
+                and bool(torch.equal(theirs.to(device=mine.device, dtype=mine.dtype), mine)))
+    return mine == theirs
+
+
+def _refuse_other_settings(metric, incoming):
+    """Refuse, in one line, a ``merge_state`` of a metric built with other settings that change the value.
+
+    The receiver's settings would win (its ``compute`` reads its own), so the value depended on the order of the
+    merge: IsoScoreStar gave 0.987 one way and 0.781 the other on the same rows, TwoNNDimension's sample of seed 0
+    merged with that of seed 1 was neither seed's, RogueDimensionShare summed the receiver's top k. Each class names
+    its settings (``_settings``) and gives those in effect (``_setting_values``: Σ_S not at ζ = 0, the seed not
+    without ``max_samples``), in the order they are compared (ζ before Σ_S, so that one is in effect on both sides
+    when the other is compared). A setting the incoming metric does not have (IsoScore merged into IsoScoreStar,
+    EffectiveRank into RankMe) is not compared, and a ``metric_state`` dict carries none: merged as the rows it holds.
+    """
+    read = getattr(incoming, "_setting_values", None) if isinstance(incoming, Metric) else None
+    theirs = read() if callable(read) else {}
+    for name, mine in metric._setting_values().items():
+        if name not in theirs or _same_setting(mine, theirs[name]):
+            continue
+        cls = type(metric).__name__
+        what = (f"another {name} matrix" if isinstance(mine, torch.Tensor) or isinstance(theirs[name], torch.Tensor)
+                else f"{name} {_setting_text(theirs[name])}, where this metric has {_setting_text(mine)}")
+        names = list(metric._settings)
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        raise IsotropyValueError(f"{cls}.merge_state: the incoming metric has other settings ({what}); merge {cls} "
+                                 f"metrics built with the same {listed}.")
 
 
 def _keep_float64_states(metric, fn, exclude_state, apply):
@@ -238,6 +280,7 @@ class _MomentMetric(Metric):
     _moments = True  # count, mean, scatter, exponent (the covariance metrics)
     _units = False  # sums of unit vectors and of their squares (the cosine metrics)
     _gram = False  # Σ x̂x̂ᵀ of the unit vectors (d × d): the noise of a small mean cosine (RogueDimensionShare)
+    _settings = ()  # the options that change the value, which merge_state requires equal (_refuse_other_settings)
 
     def __init__(self, *args, n_features=None, **kwargs):
         _metric_init(self, super().__init__, args, kwargs)
@@ -359,8 +402,16 @@ class _MomentMetric(Metric):
         if merged is not None:
             self._store(merged)
 
+    def _setting_values(self):
+        """``{name: value}`` of the settings in effect, in the order :func:`_refuse_other_settings` compares them."""
+        return {name: getattr(self, name) for name in self._settings}
+
     def merge_state(self, incoming_state):
-        """Add the rows of another instance (or of its ``metric_state`` dict); an empty side is allowed."""
+        """Add the rows of another instance (or of its ``metric_state`` dict); an empty side is allowed.
+
+        Another instance must have the same settings that change the value (``zeta`` and ``shrinkage_cov``,
+        ``n_dimensions``, ...: :func:`_refuse_other_settings`); a ``metric_state`` dict carries none.
+        """
         other = _incoming_state(self, incoming_state)
         self._reduce_states(other)
         self._computed = None  # a value computed before the merge is stale (torchmetrics keeps it otherwise)
@@ -579,6 +630,7 @@ class IsoScoreStar(_MomentMetric):
 
     higher_is_better = True
     _keywords = ("shrinkage_cov", "zeta", "n_features")
+    _settings = ("zeta", "shrinkage_cov")
 
     def __init__(self, *args, shrinkage_cov=None, zeta=0.2, n_features=None, **kwargs):
         _refuse_positional(self, args)
@@ -619,23 +671,9 @@ class IsoScoreStar(_MomentMetric):
             this.shrinkage_cov = S.to(fn(torch.zeros(1, device=S.device)).device)
         return this
 
-    def merge_state(self, incoming_state):
-        """As :meth:`IsoScore.merge_state`; another ``IsoScoreStar`` must have the same ``zeta`` and ``shrinkage_cov``.
-
-        The receiver's settings would win, so the value depended on the order of the merge (0.987 one way, 0.781
-        the other, on the same rows). A ``metric_state`` dict carries no settings: it is merged as the rows it holds.
-        """
-        if isinstance(incoming_state, IsoScoreStar):
-            theirs, mine = incoming_state.shrinkage_cov, self.shrinkage_cov
-            same_cov = self.zeta == 0 or (theirs is None and mine is None) or (  # with zeta = 0 Σ_S is unused
-                theirs is not None and mine is not None and theirs.shape == mine.shape
-                and bool(torch.equal(theirs.to(device=mine.device, dtype=mine.dtype), mine)))
-            if incoming_state.zeta != self.zeta or not same_cov:
-                what = (f"zeta {incoming_state.zeta:g}, where this metric has {self.zeta:g}"
-                        if incoming_state.zeta != self.zeta else "another shrinkage_cov matrix")
-                raise IsotropyValueError(f"IsoScoreStar.merge_state: the incoming metric has other settings ({what}); "
-                                         f"merge IsoScoreStar metrics built with the same zeta and shrinkage_cov.")
-        super().merge_state(incoming_state)
+    def _setting_values(self):
+        """``zeta``, and ``shrinkage_cov`` where ζ > 0 (at ζ = 0 Σ_S is unused): merged only with the same."""
+        return {"zeta": self.zeta, **({"shrinkage_cov": self.shrinkage_cov} if self.zeta != 0 else {})}
 
     def compute(self):
         S = None if self.shrinkage_cov is None else self.shrinkage_cov.cpu().numpy()
@@ -692,6 +730,7 @@ class EffectiveRank(_MomentMetric):
 
     higher_is_better = None
     _keywords = ("center", "normalize", "n_features")
+    _settings = ("center", "normalize")
 
     def __init__(self, *args, center=False, normalize=False, n_features=None, **kwargs):
         _refuse_positional(self, args)
@@ -741,6 +780,7 @@ class RankMe(EffectiveRank):
 
     higher_is_better = True
     _keywords = ("epsilon", "center", "normalize", "n_features")
+    _settings = ("epsilon", "center", "normalize")
 
     def __init__(self, *args, epsilon=1e-7, center=False, normalize=False, n_features=None, **kwargs):
         _refuse_positional(self, args)
@@ -841,6 +881,7 @@ class RogueDimensionShare(_UnitMetric):
     _gram = True
     higher_is_better = False
     _keywords = ("n_dimensions", "n_features")
+    _settings = ("n_dimensions",)
 
     def __init__(self, *args, n_dimensions=1, n_features=None, **kwargs):
         _refuse_positional(self, args)
@@ -945,6 +986,7 @@ class TwoNNDimension(Metric):
     plot = _plot
 
     _keywords = ("max_samples", "random_state", "discard_fraction", "method", "metric", "n_features")
+    _settings = ("max_samples", "random_state", "discard_fraction", "method", "metric")
 
     def __init__(self, *args, max_samples=None, random_state=0, discard_fraction=0.1, method="linear",
                  metric="euclidean", n_features=None, **kwargs):
@@ -1049,8 +1091,19 @@ class TwoNNDimension(Metric):
         rows, keys = self._keep_smallest(torch.cat([*self.rows, X]), torch.cat([*self.keys, keys]))
         self.rows, self.keys = [rows], [keys]
 
+    def _setting_values(self):
+        """The settings in effect (:func:`_refuse_other_settings`): ``random_state`` only with ``max_samples`` (without
+        a cap every row is kept, whatever the keys)."""
+        seed = {} if self.max_samples is None else {"random_state": self.random_state}
+        return {"max_samples": self.max_samples, **seed, **self.twonn_kwargs}
+
     def merge_state(self, incoming_state):
-        """Add the rows of another instance (or of its ``metric_state`` dict); both must have the same width."""
+        """Add the rows of another instance (or of its ``metric_state`` dict); both must have the same width.
+
+        Another instance must have the same ``max_samples``, ``random_state`` (with ``max_samples``),
+        ``discard_fraction``, ``method`` and ``metric`` (:func:`_refuse_other_settings`): the sample kept is chosen
+        by the keys of the seed, and the receiver's cap and options would win. A ``metric_state`` dict carries none.
+        """
         other = _incoming_state(self, incoming_state)
         theirs, mine = self._width(other["rows"]), self._width()
         if theirs and mine and theirs != mine:

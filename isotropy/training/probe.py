@@ -44,6 +44,7 @@ with extra_imports("isotropy.training", "train"):  # a missing package named wit
 from isotropy._utils.backend import as_tensor
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
+from isotropy._utils.suggest import did_you_mean
 from isotropy._utils.validation import IsotropyValueError, _describe, check_scalar, check_texts, check_zeta
 from isotropy._utils.warn import user_stacklevel
 from isotropy.metrics.table import check_metric_names, metric_names, span_bound_warning
@@ -239,6 +240,24 @@ def _texts(probe, *, name, caller, given=None):
     return check_texts(probe, caller=caller, name=name, what=what)
 
 
+def _refuse_metric_instance(factory, name, caller):
+    """Refuse, in one line, a metric where ``metrics`` maps ``name`` to a factory of metrics.
+
+    A torchmetrics metric is a module, so callable: ``metrics={"x": IsoScore()}`` passed the check of a factory and
+    its first measurement called ``metric(n_features)``, its ``forward``, whose error spoke of a 0-d ``X`` given to
+    ``IsoScore.update``. An instance, not a class, with a metric's methods (those :meth:`GeometryProbe._make_metric`
+    requires of what a factory returns) is a metric. The probe needs a new metric per layer and measurement.
+    """
+    if isinstance(factory, type) or not all(callable(getattr(factory, method, None))
+                                            for method in ("update", "compute", "reset")):
+        return
+    cls = type(factory).__name__
+    example = f"lambda d: {cls}(n_features=d)" if hasattr(factory, "n_features") else f"lambda d: {cls}()"
+    raise TypeError(f"The 'metrics' parameter of {caller} must map names to factories factory(n_features) that return "
+                    f"a new metric (one per layer and measurement), not to a metric instance. Got an instance of {cls} "
+                    f"for {name!r} instead; pass a factory such as {example} (with any options the instance had).")
+
+
 def _refuse_repeats(values, given, *, name, caller, what):
     """Refuse a value named twice in ``values`` (a metric, a layer index), naming the first repeat.
 
@@ -313,13 +332,50 @@ def _refuse_special_only(tokens, texts, tokenizer, *, name, caller):
 
 # the per-token keys of an encoded probe: taken from arrays and lists too, and checked against input_ids' shape
 _TOKEN_KEYS = ("attention_mask", "token_type_ids")
+# the words a key of the input's mask is written with besides attention_mask ("mask", "input_mask", "attn_mask",
+# "padding_mask"): _refuse_misnamed_mask
+_MASK_WORDS = frozenset({"attention", "attentions", "attn", "att", "input", "inputs", "padding", "pad"})
+
+
+def _names_the_mask(key):
+    """Whether ``key`` names the mask of the input tokens under a name other than ``attention_mask``.
+
+    Its words (snake, kebab or camel case) are ``mask`` alone or after one of :data:`_MASK_WORDS`
+    (``input_mask``, ``attn_masks``, ``PaddingMask``), or it is a misspelling of ``attention_mask``
+    (``attention_masks``, ``attentionmask``: difflib's ratio 0.9 or more). Not the masks of other inputs, ``decoder_attention_mask``,
+    ``global_attention_mask``, ``head_mask``, ``special_tokens_mask`` (ratio 0.8 or less): legitimate inputs.
+    """
+    import difflib
+
+    if not isinstance(key, str):
+        return False
+    words = [w for w in re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower()) if w]
+    if words and words[-1] in ("mask", "masks") and len(words) <= 2 and set(words[:-1]) <= _MASK_WORDS:
+        return True
+    return difflib.SequenceMatcher(None, "_".join(words), "attention_mask").ratio() >= 0.9
+
+
+def _refuse_misnamed_mask(probe, *, start):
+    """Refuse an encoded probe without ``attention_mask`` that has its mask under another key (:func:`_names_the_mask`).
+
+    That key was passed to the model, which in transformers 5 takes and ignores an unknown keyword, and the probe
+    took a mask of all ones: the mean pooling counted the padding (IsoScore 0.4133 where the mask gave 0.4524).
+    """
+    if "attention_mask" in probe:
+        return
+    key = next((k for k in probe if _names_the_mask(k)), None)
+    if key is not None:
+        raise IsotropyValueError(f"{start} must have the mask of its padding as 'attention_mask' (the pooling and the "
+                                 f"model read that key; without it every position counts as a token). Got {key!r} "
+                                 f"and no 'attention_mask' instead.{did_you_mean(key, ['attention_mask'], cutoff=0)}")
 
 
 def _encoded(probe, *, name, caller):
     """The encoded probe as ``{key: tensor}``: ``input_ids``, ``attention_mask`` (all ones if absent) and
     ``token_type_ids`` (arrays and nested lists, as a tokenizer's ``return_tensors="np"`` or none gives them, made
     tensors; the last two of the shape of ``input_ids``; a mask of 0s and 1s with a real token in every row), and
-    the other keys that are tensors with the probe's rows (others, such as a text column, are not passed on)."""
+    the other keys that are tensors with the probe's rows (others, such as a text column, are not passed on). The
+    mask under another key, without ``attention_mask``, is refused (:func:`_refuse_misnamed_mask`)."""
     start = f"The '{name}' parameter of {caller}"
     if "input_ids" not in probe:
         raise IsotropyValueError(f"{start} must be a list of texts or a dict with an 'input_ids' tensor of shape "
@@ -351,6 +407,7 @@ def _encoded(probe, *, name, caller):
         raise IsotropyValueError(f"{start} must have 'input_ids' of token ids 0 or more (padding included). Got "
                                  f"{int(ids[where])} at {where} instead.")
     n, seq = ids.shape
+    _refuse_misnamed_mask(probe, start=start)
     encoded = {"input_ids": ids}
     for key in probe:
         if key == "input_ids":
@@ -641,8 +698,9 @@ class GeometryProbe:
         encoded inputs: a dict with ``input_ids`` of shape ``(n_rows, seq)`` and optionally
         ``attention_mask`` (all ones if absent; 0s and 1s, a 1 in every row) and ``token_type_ids``
         of that shape, and other per-row values; numpy arrays and nested lists are taken as tensors
-        (a tokenizer's ``return_tensors="np"`` or none). A value of another shape or type is refused; so, at the
-        first measurement, are token ids past the model's vocabulary and rows longer than its positions.
+        (a tokenizer's ``return_tensors="np"`` or none). A value of another shape or type is refused, and so is the
+        mask under another key (``"mask"``, ``"input_mask"``, ``"attention_masks"``) without ``attention_mask``; so,
+        at the first measurement, are token ids past the model's vocabulary and rows longer than its positions.
     layers : "all", "last", int, str or list of int, default="all"
         Entries of the model's ``hidden_states`` to measure (:func:`isotropy.models.select_layers`
         with ``include_embeddings=False``): ``"all"`` is every transformer layer 1..L; 0 (the
@@ -657,7 +715,8 @@ class GeometryProbe:
         ``isoscore``, ``isoscore_star`` (see ``shrinkage_sample``), ``participation_ratio``,
         ``cosine_similarity_mean``, ``rogue_dimension_share`` (top 1 dimension), ``twonn_dimension``
         (at most 4096 rows), ``effective_rank``, ``rankme``; or a dict ``name -> factory(n_features)``
-        returning a fresh torchmetrics ``Metric`` whose ``compute()`` is one number; each name once (a
+        returning a fresh torchmetrics ``Metric`` whose ``compute()`` is one number, e.g.
+        ``{"iso": lambda d: IsoScore(n_features=d)}`` (a metric instance in its place is refused); each name once (a
         repeat is refused). Default (``None``): ``isoscore``,
         ``cosine_similarity_mean``, ``rogue_dimension_share``, and ``isoscore_star`` when a
         ``shrinkage_sample`` is given (without one it is left out, with a note in the
@@ -707,6 +766,7 @@ class GeometryProbe:
                 if not callable(factory):
                     raise TypeError(f"The 'metrics' parameter of {caller} must map names to factories "
                                     f"factory(n_features). Got {type(factory).__name__} for {name!r} instead.")
+                _refuse_metric_instance(factory, name, caller)
         else:
             from isotropy.metrics.table import ISOSCORE_STAR_NOTE, ISOSCORE_STAR_WARNING
 

@@ -450,7 +450,8 @@ class HiddenStateRegulariser:
             for start in range(0, self.sample.n_rows, self.batch_size):
                 inputs = {k: v.to(device) for k, v in
                           self.sample.encode(list(range(start, min(start + self.batch_size, self.sample.n_rows)))).items()}
-                states = forward_hidden_states(model, inputs, self.caller, forward_kwargs)
+                with torch.no_grad():  # no graph of the sample's forward passes: Σ_S has none (it was kept till here)
+                    states = forward_hidden_states(model, inputs, self.caller, forward_kwargs)
                 parts.append(self.states(states, inputs["attention_mask"]))
         finally:
             model.train(was_training)
