@@ -694,3 +694,21 @@ def test_a_tensorboard_run_apart_from_a_lightning_table_is_refused_as_another_ru
     table(same / "version_0", 0.25)
     events(same / "version_0", 0.25)
     assert _as_dict(read_geometry_log(same)) == {("x", 0, 0): 0.25, ("x", 0, 1): 0.25}
+
+
+def test_one_file_with_two_values_for_a_step_is_warned_of(tmp_path):
+    # a geometry.csv holding 0.5 and 0.6 for one (metric, layer, step) was drawn as 0.6 without a word (a user
+    # trial): the last is still drawn, and said; a value repeated alike says nothing
+    path = tmp_path / "dup.csv"
+    path.write_text("metric,layer,step,value\nisoscore,1,0,0.4\nisoscore,1,5,0.5\nisoscore,1,5,0.6\n"
+                    "isoscore,1,10,0.7\nisoscore,1,10,0.7\n")
+    with pytest.warns(UserWarning) as caught:
+        frame = read_geometry_log(path)
+    assert [str(w.message) for w in caught] == [
+        (f"{str(path)!r} holds more than one value for 1 (metric, layer, step) entry (first: isoscore at layer 1, "
+        f"step 5: 0.5, 0.6); the last of each is drawn.")]
+    assert _as_dict(frame) == {("isoscore", 1, 0): 0.4, ("isoscore", 1, 5): 0.6, ("isoscore", 1, 10): 0.7}
+    path.write_text("metric,layer,step,value\nisoscore,1,0,0.4\nisoscore,1,0,0.4\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _as_dict(read_geometry_log(path)) == {("isoscore", 1, 0): 0.4}

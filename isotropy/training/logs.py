@@ -452,8 +452,31 @@ def read_geometry_log(path: str | os.PathLike, *, prefix: str = "geometry"):
         raise IsotropyValueError(f"The training log {str(path)!r} holds no '{prefix}/<metric>/layer_<i>' value: "
                                  f"expected a run logged with HFGeometryCallback or LightningGeometryCallback.")
     frame = pd.DataFrame(rows, columns=COLUMNS)
+    conflict = _conflicting_entries(frame)
+    if conflict is not None:
+        warnings.warn(conflict, UserWarning, stacklevel=2)
     frame = frame.drop_duplicates(subset=["metric", "layer", "step"], keep="last")
     return frame.sort_values(["metric", "layer", "step"], kind="stable").reset_index(drop=True)
+
+
+def _conflicting_entries(frame) -> str | None:
+    """A warning for values of one (metric, layer, step) that one file gives twice, differently (a geometry.csv edited
+    or joined by hand): the last of each is kept, as a resumed run's later files replace its earlier ones, but within
+    one file which one is meant is not known, and two values of 0.5 and 0.6 were drawn as 0.6 without a word (a user
+    trial). Repeats of one value say nothing and are not warned of."""
+    keys = ["source", "metric", "layer", "step"]
+    repeated = frame[frame.duplicated(subset=keys, keep=False)]
+    if repeated.empty:
+        return None
+    spread = repeated.groupby(keys, sort=False)["value"].nunique()
+    differing = spread[spread > 1]
+    if differing.empty:
+        return None
+    source, metric, layer, step = differing.index[0]
+    values = repeated.set_index(keys).loc[(source, metric, layer, step), "value"].tolist()
+    count = f"{len(differing)} (metric, layer, step) {'entry' if len(differing) == 1 else 'entries'}"
+    return (f"{source!r} holds more than one value for {count} (first: {metric} at layer {layer}, step {step}: "
+            f"{', '.join(f'{v:.6g}' for v in values)}); the last of each is drawn.")
 
 
 #: The most layers of one metric :func:`plot_geometry_log` draws: each is a line over every step of the metric and a
