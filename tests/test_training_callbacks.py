@@ -201,7 +201,8 @@ def test_hf_trainer_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"metrics": ("isoscore", "mean_cosine")}, "Got 'mean_cosine' instead. Did you mean 'cosine_similarity_mean'?"),
     ({"metrics": ("twonn",)}, "Did you mean 'twonn_dimension'?"),
-    ({"metrics": ("partition_isotropy",)}, "Got 'partition_isotropy' here instead."),
+    ({"metrics": ("partition_isotropy",)}, ("Got 'partition_isotropy' instead: a metric of the toolkit, "
+                                             "but not one GeometryProbe takes.")),
     ({"pooling": "cls"}, "Got 'cls' instead. Did you mean 'first'?"),
     ({"layers": "al"}, "The 'layers' parameter of GeometryProbe must be 'all', 'last' or hidden-state indices"),
 ])

@@ -332,7 +332,8 @@ def check_metric_names(names, *, caller: str, name: str = "metrics", allowed: It
                 raise IsotropyValueError(f"The {name!r} parameter of {caller} must name metrics of {accepted}. "
                                          f"Got {value!r} instead: {LEFT_OUT[value]}.")
             hint = suggest_name(value, accepted)
-            where = " here" if value in METRICS else ""
+            # a metric of the table that this caller does not take ("Got 'silhouette_score' here instead" read oddly)
+            where = f": a metric of the toolkit, but not one {caller} takes" if value in METRICS else ""
             raise IsotropyValueError(f"The {name!r} parameter of {caller} must name metrics of {accepted}. "
-                                     f"Got {value!r}{where} instead.{hint}")
+                                     f"Got {value!r} instead{where}.{hint}")
     return list(dict.fromkeys(given))
