@@ -702,3 +702,20 @@ def test_the_cluster_indices_conventions_are_said_on_dask_as_in_memory():
         assert isotropy.calinski_harabasz_score(same, labels) == 1.0
     with pytest.warns(UserWarning, match=r"^davies_bouldin_score: every cluster has the same centroid"):
         assert isotropy.davies_bouldin_score(same, labels) == 0.0
+
+
+def test_a_nan_in_a_shard_given_by_a_relative_path_is_named_by_that_path(tmp_path, monkeypatch):
+    # the task reads the shard by its absolute path (a worker's working directory may be another): its NaN was named
+    # by that path, where every other shard error names the path as given (a user trial)
+    from isotropy.io.embeddings import EmbeddingsReadError
+
+    monkeypatch.chdir(tmp_path)
+    X = np.random.default_rng(0).normal(size=(100, 4))
+    X[57, 2] = np.nan
+    Path("shards").mkdir()
+    np.save("shards/p0.npy", X[:50])
+    np.save("shards/p1.npy", X[50:])
+    with pytest.raises(EmbeddingsReadError) as caught:
+        read_shards("shards").compute()
+    assert str(caught.value) == ("Cannot read embeddings from 'shards/p1.npy': a non-finite value nan at row 7, column "
+                                 "2 of the shard (row 57 of all shards); expected finite numbers (no NaN or inf).")

@@ -556,12 +556,14 @@ def read_capped_shards(source, *, key=None, chunk_rows=None, label_column=None, 
     for group in _coalesce(paths, [h[0] for h in headers], rows, [h[3] for h in headers], width):
         # the workers read the pieces from their own working directory: a relative path given here named no file
         # there when the cluster (--scheduler) was started elsewhere (a trial)
+        # (named in the task's messages as given here, as the other shard errors name them: shown)
+        shown = {str(Path(path).absolute()): str(path) for _, path, *_ in group}
         group = [(kind, Path(path).absolute(), *rest) for kind, path, *rest in group]
         n = sum(piece[4] - piece[3] for piece in group)
         # a changed shard: a new key (a .npy piece with a layout carries its size and mtime already)
         stamps = [piece if len(piece) > 5 else (*piece, os.stat(piece[1]).st_mtime_ns) for piece in group]
         token = tokenize(stamps, key, dtype, single, label_column, width)
-        task = delayed(_load_group)(group, key, dtype, single, label_column, width,
+        task = delayed(_load_group)(group, key, dtype, single, label_column, width, shown,
                                     dask_key_name=f"read-shards-{token}")
         chunks.append(da.from_delayed(task, shape=(n, width), dtype=dtype))
     return chunks[0] if len(chunks) == 1 else da.concatenate(chunks, axis=0)
@@ -649,14 +651,24 @@ def _coalesce(paths: list[Path], n_rows: list[int], rows: int, layouts=None, wid
 
 
 def _load_group(group: list[tuple], key, dtype, single: bool = False, label_column=None,
-                width: int | None = None) -> np.ndarray:
+                width: int | None = None, shown: dict | None = None) -> np.ndarray:
     """The rows of one chunk: each piece read (checked for NaN and inf, named by its shard), then stacked.
 
     ``single``: the source is one file, whose bad row is named without shard wording ("row 3", not "row 3 of
-    the shard (row 3 of all shards)").
+    the shard (row 3 of all shards)"). ``shown``: each piece's absolute path (read by the workers) to the path as the
+    user gave it, which a refusal names, as the shard errors found before any task name it (a NaN's named the
+    absolute path, a user trial).
     """
-    blocks = [_load_npy_rows(path, start, stop, dtype, None if single else global_row, *extra) if kind == "npy"
-              else _load_parquet(path, key, stop, dtype, None if single else global_row, *extra,
-                                 label_column=label_column, width=width)
-              for kind, path, global_row, start, stop, *extra in group]
+    try:
+        blocks = [_load_npy_rows(path, start, stop, dtype, None if single else global_row, *extra) if kind == "npy"
+                  else _load_parquet(path, key, stop, dtype, None if single else global_row, *extra,
+                                     label_column=label_column, width=width)
+                  for kind, path, global_row, start, stop, *extra in group]
+    except EmbeddingsReadError as exc:
+        message = str(exc)
+        for absolute, given in (shown or {}).items():
+            message = message.replace(repr(absolute), repr(given))
+        if message == str(exc):
+            raise
+        raise EmbeddingsReadError(message) from None
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=0)
