@@ -891,3 +891,18 @@ def test_float32_fit_holds_no_float64_copy(name):
     torch = pytest.importorskip("torch")
     for key, value in _fitted(_CLASSES[name]().fit(torch.from_numpy(X[:5000]))).items():  # a float32 tensor alike
         np.testing.assert_array_equal(value, _fitted(_CLASSES[name]().fit(X[:5000]))[key], err_msg=key)
+
+
+@pytest.mark.parametrize("name", [*_FUNCTIONS, *_CLASSES])
+def test_big_endian_float32_is_float32(name):
+    # '>f4' (a big-endian file's float32) is not np.float32 on a little-endian machine: the transforms returned
+    # float64 for it; now the output of the same values in native order, float32
+    X = _blobs32()
+    swapped = X.astype(X.dtype.newbyteorder("S"))  # the other byte order, the same values
+    assert not swapped.dtype.isnative and np.array_equal(swapped, X)
+    if name in _FUNCTIONS:
+        out, native = _FUNCTIONS[name](swapped), _FUNCTIONS[name](X)
+    else:
+        out, native = _CLASSES[name]().fit(swapped).transform(swapped), _CLASSES[name]().fit(X).transform(X)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, native)

@@ -54,7 +54,7 @@ def to_numpy(X, *, caller: str, min_samples: int = 2, keep_float32: bool = False
 
         kept = keep_float32 and X.dtype == torch.float32
         return X.detach().to("cpu").numpy() if kept else X.detach().to("cpu").double().numpy(), output_dtype(X)
-    dtype = np.float32 if keep_float32 and X.dtype == np.float32 else np.float64
+    dtype = np.float32 if keep_float32 and _float32(X.dtype) else np.float64
     return np.asarray(X, dtype=dtype), output_dtype(X)
 
 
@@ -72,7 +72,13 @@ def output_dtype(X) -> type:
         import torch
 
         return np.float32 if X.dtype == torch.float32 else np.float64
-    return np.float32 if X.dtype == np.float32 else np.float64
+    return np.float32 if _float32(X.dtype) else np.float64
+
+
+def _float32(dtype) -> bool:
+    """Whether a numpy ``dtype`` is float32 in either byte order: a big-endian file's ``'>f4'`` (not equal to
+    ``np.float32`` on a little-endian machine) came back as float64."""
+    return dtype.kind == "f" and dtype.itemsize == 4
 
 
 def apply_rows(apply, X: np.ndarray, *, dtype=np.float64, caller: str) -> np.ndarray:
@@ -172,6 +178,8 @@ class IsotropyTransformer(TransformerMixin, BaseEstimator):
 
         caller = f"{type(self).__name__}.{method or ('fit' if reset else 'transform')}"
         warn_if_gathered(X, caller)
+        if keep_float32 and isinstance(X, np.ndarray) and _float32(X.dtype) and not X.dtype.isnative:
+            X = X.astype(np.float32)  # native order: scikit-learn took '>f4' for another dtype, made float64
         return validated_input(self, X, caller=caller, reset=reset,
                                dtype=(np.float64, np.float32) if keep_float32 else np.float64,
                                ensure_min_samples=self._min_samples if reset else 1)
