@@ -167,7 +167,8 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         (``1,,3``, on any line, the first included), like ``nan`` or ``NA``, is a missing value, read
         as NaN (``DataFrame.to_csv`` writes NaN so), which the metrics refuse naming its row. A null
         among the numbers of a ``.parquet`` file (a missing value; pandas' ``to_parquet`` writes a NaN
-        so), named by its column and row; a NaN stored as a float is read as NaN. A first column under a row-id header whose integers repeat one (see ``row_names``).
+        so), named by its column and row; a NaN stored as a float is read as NaN. A first column
+        under a row-id header whose integers repeat one (see ``row_names``).
 
     Examples
     --------

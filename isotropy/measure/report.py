@@ -1088,6 +1088,7 @@ def _refuse_shrinkage_rows(S, spec, rows=None) -> None:
     """
     import numpy as np
 
+    from isotropy._kernels.rows import all_rows_equal
     from isotropy._utils.validation import first_nonfinite
 
     drawn = isinstance(spec, int)
@@ -1097,7 +1098,7 @@ def _refuse_shrinkage_rows(S, spec, rows=None) -> None:
         where = f"drew a non-finite value of EMBEDDINGS, {found.at(int(rows[found.row]))}" if drawn else \
             f"has a non-finite value {found.at()} (rows counted from 0)"
         raise InputError(f"{whose} {where}; expected finite numbers (no NaN or inf).")
-    if (S == S[0]).all():
+    if all_rows_equal(S):  # (a block at a time: no boolean array of S's size)
         what = f"its {S.shape[0]} rows drawn from EMBEDDINGS" if drawn else f"its {S.shape[0]} rows"
         raise InputError(f"{whose}: {what} are all the same point, so Σ_S, their covariance, is the zero matrix; "
                          f"expected rows that vary, such as a larger sample of the embeddings.")

@@ -342,8 +342,9 @@ def _names_the_mask(key):
 
     Its words (snake, kebab or camel case) are ``mask`` alone or after one of :data:`_MASK_WORDS`
     (``input_mask``, ``attn_masks``, ``PaddingMask``), or it is a misspelling of ``attention_mask``
-    (``attention_masks``, ``attentionmask``: difflib's ratio 0.9 or more). Not the masks of other inputs, ``decoder_attention_mask``,
-    ``global_attention_mask``, ``head_mask``, ``special_tokens_mask`` (ratio 0.8 or less): legitimate inputs.
+    (``attention_masks``, ``attentionmask``: difflib's ratio 0.9 or more). Not the masks of other inputs,
+    ``decoder_attention_mask``, ``global_attention_mask``, ``head_mask``, ``special_tokens_mask`` (ratio 0.8 or
+    less): legitimate inputs.
     """
     import difflib
 
